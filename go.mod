@@ -1,0 +1,3 @@
+module github.com/wasmgate/gateway
+
+go 1.26
