@@ -1,0 +1,54 @@
+# wasmgate build. `make run` builds the host and every wasm module, then
+# starts the gateway on its embedded defaults; `make test` runs all tests.
+GO      ?= go
+BIN     := bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/wasmgate/gateway/host/server.Version=$(VERSION)
+# Test timeout is generous: the suite builds wasm modules and subprocesses.
+TESTFLAGS ?= -count=1 -timeout 20m
+
+-include plugins.mk
+
+.PHONY: all build host wasm run test test-race fuzz bench vet fmt clean
+
+all: build
+
+build: host wasm
+
+host:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway
+
+# wasm is extended by plugins.mk (first-party plugins, provider adapters).
+wasm::
+	@mkdir -p $(BIN)/plugins
+
+run: build
+	./$(BIN)/gateway $(ARGS)
+
+test: build
+	$(GO) vet ./...
+	$(GO) test $(TESTFLAGS) ./...
+
+test-race:
+	$(GO) test -race $(TESTFLAGS) ./host/... ./store/...
+
+# Short fuzzing of every fuzz target (CI runs the seed corpus via `make test`).
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,142 @@
+// Package config loads the gateway's configuration with koanf.
+//
+// Precedence, lowest first: built-in defaults < config file (JSON or YAML,
+// from --config or GATEWAY_CONFIG) < GATEWAY_* environment variables < flags.
+// Environment names map to keys by dropping the prefix, lower-casing and
+// reading "__" as nesting: GATEWAY_AUTH_CONFIG__ADMIN_USERNAME sets
+// auth_config.admin_username, GATEWAY_DATA_DIR sets data_dir.
+//
+// Entity sections (providers, plugins, webhooks, mcp_clients) are kept as raw
+// JSON: the capability owning each entity decodes and validates its section,
+// so its schema lives in one place.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config is the gateway's validated configuration.
+type Config struct {
+	// Host is the listen address (default 127.0.0.1).
+	Host string `koanf:"host" json:"host"`
+	// Port is the listen port (default 8080).
+	Port int `koanf:"port" json:"port"`
+	// DataDir holds the Badger stores and the plugin compilation cache.
+	DataDir string `koanf:"data_dir" json:"data_dir"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `koanf:"log_level" json:"log_level"`
+	// LogFormat is text or json.
+	LogFormat string `koanf:"log_format" json:"log_format"`
+	// EncryptionKey seals the store at rest (GATEWAY_ENCRYPTION_KEY).
+	EncryptionKey string `koanf:"encryption_key" json:"-"`
+	// SetupToken unlocks the management API while dashboard auth is inactive.
+	SetupToken string `koanf:"setup_token" json:"-"`
+
+	Server     Server     `koanf:"server" json:"server"`
+	AuthConfig AuthConfig `koanf:"auth_config" json:"auth_config"`
+	Vault      Vault      `koanf:"vault" json:"vault"`
+	Client     Client     `koanf:"client" json:"client"`
+
+	// Entities holds the raw entity sections by name ("providers", ...).
+	Entities map[string]json.RawMessage `koanf:"-" json:"-"`
+	// File is the config file path that was loaded, if any.
+	File string `koanf:"-" json:"config_file,omitempty"`
+}
+
+// Server tunes the HTTP listener.
+type Server struct {
+	// MaxBodyBytes caps request bodies (inference carries large multimodal payloads).
+	MaxBodyBytes int `koanf:"max_body_bytes" json:"max_body_bytes"`
+	// ManagementMaxBodyBytes caps /api bodies, which are small JSON documents;
+	// plugin uploads have their own cap.
+	ManagementMaxBodyBytes int `koanf:"management_max_body_bytes" json:"management_max_body_bytes"`
+	// PluginUploadMaxBytes caps .wasm uploads through /api/plugins.
+	PluginUploadMaxBytes int `koanf:"plugin_upload_max_bytes" json:"plugin_upload_max_bytes"`
+	// ReadTimeout bounds reading a request, WriteTimeout writing a response
+	// (0 disables: streams can last minutes), IdleTimeout keep-alive idling.
+	ReadTimeout  Duration `koanf:"read_timeout" json:"read_timeout"`
+	WriteTimeout Duration `koanf:"write_timeout" json:"write_timeout"`
+	IdleTimeout  Duration `koanf:"idle_timeout" json:"idle_timeout"`
+	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
+	ShutdownTimeout Duration `koanf:"shutdown_timeout" json:"shutdown_timeout"`
+	// TrustedProxies lists proxy addresses whose X-Forwarded-For is believed
+	// when identifying clients (login throttling).
+	TrustedProxies []string `koanf:"trusted_proxies" json:"trusted_proxies"`
+}
+
+// AuthConfig configures dashboard and management authentication.
+type AuthConfig struct {
+	// Enabled turns dashboard auth on; it also needs an admin account. nil
+	// means "on when an admin account is configured".
+	Enabled *bool `koanf:"enabled" json:"enabled,omitempty"`
+	// AdminUsername and AdminPassword are the local admin's credentials. The
+	// password may be given as a bcrypt hash; plain text is hashed on load and
+	// only the hash is stored.
+	AdminUsername string `koanf:"admin_username" json:"admin_username"`
+	AdminPassword string `koanf:"admin_password" json:"-"`
+	// SessionTTL is how long a dashboard session token lives.
+	SessionTTL Duration `koanf:"session_ttl" json:"session_ttl"`
+	// LoginAttemptsPerMinute throttles failed logins per client.
+	LoginAttemptsPerMinute int `koanf:"login_attempts_per_minute" json:"login_attempts_per_minute"`
+}
+
+// Vault points secret references (`vault.path`) at a HashiCorp Vault KV v2 engine.
+type Vault struct {
+	Address   string   `koanf:"address" json:"address"`
+	Token     string   `koanf:"token" json:"-"`
+	Mount     string   `koanf:"mount" json:"mount"`
+	Namespace string   `koanf:"namespace" json:"namespace"`
+	CacheTTL  Duration `koanf:"cache_ttl" json:"cache_ttl"`
+	Timeout   Duration `koanf:"timeout" json:"timeout"`
+}
+
+// Client holds client-facing behaviour settings.
+type Client struct {
+	WebhookConfig WebhookConfig `koanf:"webhook_config" json:"webhook_config"`
+}
+
+// WebhookConfig holds gateway-wide webhook settings.
+type WebhookConfig struct {
+	// DeliveryHistoryRetentionDays prunes delivery records older than this.
+	DeliveryHistoryRetentionDays int `koanf:"delivery_history_retention_days" json:"delivery_history_retention_days"`
+}
+
+// Addr is host:port for the listener.
+func (c *Config) Addr() string { return fmt.Sprintf("%s:%d", c.Host, c.Port) }
+
+// AuthEnabled reports whether dashboard auth is active: an admin account
+// exists and auth was not switched off.
+func (c *Config) AuthEnabled() bool {
+	hasAdmin := c.AuthConfig.AdminUsername != "" && c.AuthConfig.AdminPassword != ""
+	if c.AuthConfig.Enabled != nil {
+		return *c.AuthConfig.Enabled && hasAdmin
+	}
+	return hasAdmin
+}
+
+// Duration is a time.Duration that reads "30s"-style strings or seconds as numbers.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalText reads "1m30s" or a number of seconds.
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if v, err := time.ParseDuration(s); err == nil {
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if _, err := fmt.Sscanf(s, "%g", &secs); err == nil && !strings.ContainsAny(s, " \t") {
+		*d = Duration(time.Duration(secs * float64(time.Second)))
+		return nil
+	}
+	return fmt.Errorf("invalid duration %q (use a number of seconds or a Go duration like 30s)", s)
+}

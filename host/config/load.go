@@ -1,0 +1,287 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	kjson "github.com/knadh/koanf/parsers/json"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// EntitySections are the config-file sections holding entities that are
+// synced into the store at start-up.
+var EntitySections = []string{"providers", "plugins", "webhooks", "mcp_clients"}
+
+// Defaults are the embedded settings the gateway runs on with no config at all.
+func Defaults() map[string]any {
+	return map[string]any{
+		"host":                                  "127.0.0.1",
+		"port":                                  8080,
+		"data_dir":                              "./data",
+		"log_level":                             "info",
+		"log_format":                            "text",
+		"server.max_body_bytes":                 64 << 20,
+		"server.management_max_body_bytes":      1 << 20,
+		"server.plugin_upload_max_bytes":        64 << 20,
+		"server.read_timeout":                   "60s",
+		"server.write_timeout":                  "0s",
+		"server.idle_timeout":                   "120s",
+		"server.shutdown_timeout":               "30s",
+		"auth_config.session_ttl":               "24h",
+		"auth_config.login_attempts_per_minute": 10,
+		"vault.mount":                           "secret",
+		"vault.cache_ttl":                       "5m",
+		"vault.timeout":                         "5s",
+		"client.webhook_config.delivery_history_retention_days": 30,
+	}
+}
+
+// Load builds the configuration from defaults, the config file, the
+// environment (environ, usually os.Environ()) and command-line args.
+func Load(args []string, environ []string) (*Config, error) {
+	fs := pflag.NewFlagSet("gateway", pflag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	configPath := fs.String("config", "", "config file (JSON or YAML); also GATEWAY_CONFIG")
+	fs.String("host", "", "listen host (GATEWAY_HOST, default 127.0.0.1)")
+	fs.Int("port", 0, "listen port (GATEWAY_PORT, default 8080)")
+	fs.String("data-dir", "", "data directory (GATEWAY_DATA_DIR, default ./data)")
+	fs.String("log-level", "", "debug, info, warn or error (GATEWAY_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("flags: %w", err)
+	}
+	env := envMap(environ)
+
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(Defaults(), "."), nil); err != nil {
+		return nil, fmt.Errorf("defaults: %w", err)
+	}
+
+	file := *configPath
+	if file == "" {
+		file = env["GATEWAY_CONFIG"]
+	}
+	entities := map[string]json.RawMessage{}
+	if file != "" {
+		if err := loadFile(k, file, entities); err != nil {
+			return nil, err
+		}
+	}
+
+	envKeys := map[string]any{}
+	for name, val := range env {
+		if !strings.HasPrefix(name, "GATEWAY_") || name == "GATEWAY_CONFIG" {
+			continue
+		}
+		key := strings.ToLower(strings.TrimPrefix(name, "GATEWAY_"))
+		key = strings.ReplaceAll(key, "__", ".")
+		if key == "" {
+			continue
+		}
+		envKeys[key] = val
+	}
+	if err := k.Load(confmap.Provider(envKeys, "."), nil); err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+
+	// Only flags the user actually set override; their zero defaults must not.
+	if err := k.Load(posflag.ProviderWithFlag(fs, ".", nil, func(f *pflag.Flag) (string, any) {
+		if !f.Changed || f.Name == "config" {
+			return "", nil
+		}
+		return strings.ReplaceAll(f.Name, "-", "_"), posflag.FlagVal(fs, f)
+	}), nil); err != nil {
+		return nil, fmt.Errorf("flags: %w", err)
+	}
+
+	var cfg Config
+	var md mapstructure.Metadata
+	err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{
+		Tag: "koanf",
+		DecoderConfig: &mapstructure.DecoderConfig{
+			DecodeHook: mapstructure.ComposeDecodeHookFunc(
+				durationHook,
+				mapstructure.TextUnmarshallerHookFunc(),
+				mapstructure.StringToSliceHookFunc(","),
+			),
+			Metadata:         &md,
+			Result:           &cfg,
+			WeaklyTypedInput: true,
+			TagName:          "koanf",
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config: %s", cleanDecodeError(err))
+	}
+	if len(md.Unused) > 0 {
+		return nil, fmt.Errorf("config: unknown key %q", md.Unused[0])
+	}
+	cfg.Entities = entities
+	cfg.File = file
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+func loadFile(k *koanf.Koanf, path string, entities map[string]json.RawMessage) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var parser koanf.Parser
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		parser = kjson.Parser()
+	case ".yaml", ".yml":
+		parser = yaml.Parser()
+	default:
+		return fmt.Errorf("config file %s: unsupported extension (use .json, .yaml or .yml)", path)
+	}
+	return LoadBytes(k, raw, parser, entities, path)
+}
+
+// LoadBytes parses a config document into k, moving entity sections into
+// entities. It is separate from Load so the fuzzer can drive it.
+func LoadBytes(k *koanf.Koanf, raw []byte, parser koanf.Parser, entities map[string]json.RawMessage, name string) error {
+	fk := koanf.New(".")
+	if err := fk.Load(rawbytes.Provider(raw), parser); err != nil {
+		return fmt.Errorf("config file %s: %w", name, err)
+	}
+	for _, sec := range EntitySections {
+		v := fk.Get(sec)
+		if v == nil {
+			continue
+		}
+		b, err := jsonMarshal(v)
+		if err != nil {
+			return fmt.Errorf("config file %s: %s: %w", name, sec, err)
+		}
+		entities[sec] = b
+		fk.Delete(sec)
+	}
+	if err := k.Merge(fk); err != nil {
+		return fmt.Errorf("config file %s: %w", name, err)
+	}
+	return nil
+}
+
+// Validate checks values that decode but make no sense, naming the key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, a...)))
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		bad("port", "must be between 1 and 65535 (got %d)", c.Port)
+	}
+	if strings.TrimSpace(c.Host) == "" {
+		bad("host", "must not be empty")
+	} else if net.ParseIP(c.Host) == nil && strings.ContainsAny(c.Host, " /:") {
+		bad("host", "must be an IP address or host name (got %q)", c.Host)
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("data_dir", "must not be empty")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", "must be debug, info, warn or error (got %q)", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		bad("log_format", "must be text or json (got %q)", c.LogFormat)
+	}
+	if c.Server.MaxBodyBytes < 1024 {
+		bad("server.max_body_bytes", "must be at least 1024 (got %d)", c.Server.MaxBodyBytes)
+	}
+	if c.Server.ManagementMaxBodyBytes < 1024 {
+		bad("server.management_max_body_bytes", "must be at least 1024 (got %d)", c.Server.ManagementMaxBodyBytes)
+	}
+	if c.Server.PluginUploadMaxBytes < 1024 {
+		bad("server.plugin_upload_max_bytes", "must be at least 1024 (got %d)", c.Server.PluginUploadMaxBytes)
+	}
+	for key, d := range map[string]Duration{
+		"server.read_timeout": c.Server.ReadTimeout, "server.write_timeout": c.Server.WriteTimeout,
+		"server.idle_timeout": c.Server.IdleTimeout, "server.shutdown_timeout": c.Server.ShutdownTimeout,
+		"vault.cache_ttl": c.Vault.CacheTTL, "vault.timeout": c.Vault.Timeout,
+	} {
+		if d < 0 {
+			bad(key, "must not be negative")
+		}
+	}
+	if c.AuthConfig.SessionTTL.D() < time.Minute {
+		bad("auth_config.session_ttl", "must be at least 1m")
+	}
+	if c.AuthConfig.LoginAttemptsPerMinute < 1 {
+		bad("auth_config.login_attempts_per_minute", "must be at least 1")
+	}
+	if (c.AuthConfig.AdminUsername == "") != (c.AuthConfig.AdminPassword == "") {
+		bad("auth_config", "admin_username and admin_password must be set together")
+	}
+	if c.Vault.Address != "" && !strings.HasPrefix(c.Vault.Address, "http://") && !strings.HasPrefix(c.Vault.Address, "https://") {
+		bad("vault.address", "must be an http(s) URL (got %q)", c.Vault.Address)
+	}
+	if c.Client.WebhookConfig.DeliveryHistoryRetentionDays < 0 {
+		bad("client.webhook_config.delivery_history_retention_days", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if i := strings.IndexByte(kv, '='); i > 0 {
+			m[kv[:i]] = kv[i+1:]
+		}
+	}
+	return m
+}
+
+var durationType = reflect.TypeOf(Duration(0))
+
+// durationHook accepts numbers (seconds) and strings for Duration fields;
+// YAML and JSON give numbers as int or float64.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != durationType {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case int:
+		return Duration(time.Duration(v) * time.Second), nil
+	case int64:
+		return Duration(time.Duration(v) * time.Second), nil
+	case float64:
+		return Duration(time.Duration(v * float64(time.Second))), nil
+	case string:
+		var d Duration
+		if err := d.UnmarshalText([]byte(v)); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+	return data, nil
+}
+
+// cleanDecodeError turns mapstructure's wording into "key: problem".
+func cleanDecodeError(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "1 error(s) decoding:\n\n* ")
+	s = strings.ReplaceAll(s, "\n* ", "; ")
+	s = strings.ReplaceAll(s, "decoding failed due to the following error(s):\n\n", "")
+	s = strings.ReplaceAll(s, "'", "")
+	return s
+}

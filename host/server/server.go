@@ -1,0 +1,255 @@
+// Package server assembles the gateway: it opens the store, provisions each
+// capability, mounts their routes on one Fiber app and tears them down in
+// reverse order on shutdown.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/auth"
+	"github.com/wasmgate/gateway/host/config"
+	"github.com/wasmgate/gateway/host/secret"
+	"github.com/wasmgate/gateway/store"
+	"github.com/wasmgate/gateway/store/badgerstore"
+)
+
+// Version is the gateway version, set at build time with -ldflags.
+var Version = "dev"
+
+// Server is a provisioned gateway.
+type Server struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	app     *fiber.App
+	store   store.Store
+	auth    *auth.Service
+	routes  *auth.Table
+	secrets *secret.Resolver
+	started time.Time
+
+	stopBg  context.CancelFunc
+	bgDone  chan struct{}
+	closers []func() error
+}
+
+// New provisions every capability from cfg. On error nothing is left running.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *Server, err error) {
+	s = &Server{cfg: cfg, log: log, routes: &auth.Table{}, started: time.Now()}
+	defer func() {
+		if err != nil {
+			_ = s.closeAll()
+		}
+	}()
+
+	db, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(cfg.DataDir, "store"), SyncWrites: true, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, db.Close)
+	sealed, err := store.OpenSealed(ctx, db, cfg.EncryptionKey, log)
+	if err != nil {
+		return nil, err
+	}
+	s.store = sealed
+	if !sealed.Encrypted() {
+		log.Warn("GATEWAY_ENCRYPTION_KEY is not set: secrets are stored unencrypted at rest")
+	}
+
+	s.secrets = &secret.Resolver{}
+	if cfg.Vault.Address != "" {
+		tok, err := s.secrets.Resolve(ctx, mustParseSecret(cfg.Vault.Token))
+		if err != nil {
+			return nil, fmt.Errorf("config: vault.token: %w", err)
+		}
+		s.secrets.Vault = &secret.VaultClient{Address: cfg.Vault.Address, Token: tok, Mount: cfg.Vault.Mount,
+			Namespace: cfg.Vault.Namespace, TTL: cfg.Vault.CacheTTL.D()}
+	}
+
+	s.auth, err = auth.New(ctx, auth.Options{
+		Store: s.store, Log: log, SetupToken: cfg.SetupToken,
+		SetupTokenFile:         filepath.Join(cfg.DataDir, "setup-token"),
+		SessionTTL:             cfg.AuthConfig.SessionTTL.D(),
+		LoginAttemptsPerMinute: cfg.AuthConfig.LoginAttemptsPerMinute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.auth.SyncConfig(ctx, cfg.AuthConfig.Enabled, cfg.AuthConfig.AdminUsername, cfg.AuthConfig.AdminPassword); err != nil {
+		return nil, fmt.Errorf("config: auth_config: %w", err)
+	}
+
+	s.app = fiber.New(fiber.Config{
+		AppName:                 "wasmgate",
+		DisableStartupMessage:   true,
+		BodyLimit:               max(cfg.Server.MaxBodyBytes, cfg.Server.PluginUploadMaxBytes),
+		ReadTimeout:             cfg.Server.ReadTimeout.D(),
+		WriteTimeout:            cfg.Server.WriteTimeout.D(),
+		IdleTimeout:             cfg.Server.IdleTimeout.D(),
+		ErrorHandler:            errorHandler(log),
+		EnableTrustedProxyCheck: len(cfg.Server.TrustedProxies) > 0,
+		TrustedProxies:          cfg.Server.TrustedProxies,
+		ProxyHeader:             proxyHeader(cfg),
+		ReduceMemoryUsage:       false,
+	})
+	s.app.Use(recoverer(log))
+	if err := s.mount(ctx); err != nil {
+		return nil, err
+	}
+	// Unknown routes fall through to Fiber's 404, which errorHandler wraps.
+
+	bg, cancel := context.WithCancel(context.Background())
+	s.stopBg, s.bgDone = cancel, make(chan struct{})
+	go s.background(bg)
+	return s, nil
+}
+
+func proxyHeader(cfg *config.Config) string {
+	if len(cfg.Server.TrustedProxies) > 0 {
+		return fiber.HeaderXForwardedFor
+	}
+	return ""
+}
+
+func mustParseSecret(s string) secret.Value {
+	v, err := secret.Parse(s)
+	if err != nil {
+		return secret.MustPlain(s)
+	}
+	return v
+}
+
+// mount registers every capability's routes.
+func (s *Server) mount(ctx context.Context) error {
+	s.app.Get("/health", s.health)
+	api := auth.NewRouter(s.app, "/api", s.auth, s.routes)
+	s.app.Use("/api", s.managementBodyLimit)
+	api.Get("/version", auth.Public, s.version)
+	api.Get("/routes", auth.Perm("Settings", "View"), s.routeTable)
+	api.Get("/config", auth.Perm("Settings", "View"), s.configView)
+	s.auth.Routes(api)
+	return s.provisionCapabilities(ctx, api)
+}
+
+// managementBodyLimit applies the smaller management body cap to /api; the
+// global Fiber limit is sized for inference and plugin uploads.
+func (s *Server) managementBodyLimit(c *fiber.Ctx) error {
+	limit := s.cfg.Server.ManagementMaxBodyBytes
+	if c.Path() == "/api/plugins" || c.Path() == "/api/plugins/upload" {
+		limit = s.cfg.Server.PluginUploadMaxBytes
+	}
+	if n := c.Request().Header.ContentLength(); n > limit || len(c.Body()) > limit {
+		return apierr.New(fiber.StatusRequestEntityTooLarge, apierr.TypeInvalidRequest, "body_too_large",
+			fmt.Sprintf("request body exceeds the management API limit of %d bytes (server.management_max_body_bytes)", limit))
+	}
+	return c.Next()
+}
+
+// App exposes the Fiber app (tests drive it directly).
+func (s *Server) App() *fiber.App { return s.app }
+
+// Auth exposes the auth service.
+func (s *Server) Auth() *auth.Service { return s.auth }
+
+// Routes is the management route table.
+func (s *Server) Routes() []auth.RouteInfo { return s.routes.Rows() }
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.auth.AuthEnabled() {
+		s.log.Warn("dashboard auth is not enabled: the management API is under the setup lock",
+			"header", auth.SetupTokenHeader, "token_file", filepath.Join(s.cfg.DataDir, "setup-token"))
+	}
+	s.log.Info("gateway listening", "addr", ln.Addr().String(), "version", Version, "data_dir", s.cfg.DataDir)
+	return s.app.Listener(ln)
+}
+
+// Shutdown stops accepting connections, waits for in-flight requests up to
+// the configured timeout, then closes every capability and the store.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var errs []error
+	if s.app != nil {
+		if err := s.app.ShutdownWithContext(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("drain: %w", err))
+		}
+	}
+	errs = append(errs, s.closeAll())
+	return errors.Join(errs...)
+}
+
+func (s *Server) closeAll() error {
+	if s.stopBg != nil {
+		s.stopBg()
+		<-s.bgDone
+		s.stopBg = nil
+	}
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		if err := s.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// background runs periodic housekeeping off the request path.
+func (s *Server) background(ctx context.Context) {
+	defer close(s.bgDone)
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.auth.PruneSessions(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("prune sessions", "error", err)
+			}
+		}
+	}
+}
+
+func (s *Server) health(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	storeState := "ok"
+	status := fiber.StatusOK
+	if err := s.store.Ping(ctx); err != nil {
+		storeState = "error: " + err.Error()
+		status = fiber.StatusServiceUnavailable
+	}
+	overall := "ok"
+	if status != fiber.StatusOK {
+		overall = "degraded"
+	}
+	return c.Status(status).JSON(fiber.Map{
+		"status":         overall,
+		"components":     fiber.Map{"store": storeState},
+		"version":        Version,
+		"uptime_seconds": int64(time.Since(s.started).Seconds()),
+	})
+}
+
+func (s *Server) version(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"version": Version, "go_version": runtime.Version(), "plugin_abi": "v1", "api_version": "1.0.0"})
+}
+
+func (s *Server) routeTable(c *fiber.Ctx) error {
+	rows := s.routes.Rows()
+	return c.JSON(fiber.Map{"routes": rows, "count": len(rows)})
+}
+
+func (s *Server) configView(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"config": s.cfg, "is_auth_enabled": s.auth.AuthEnabled(),
+		"encryption_at_rest": s.cfg.EncryptionKey != ""})
+}

@@ -1,0 +1,258 @@
+// Package badgerstore implements store.Store on an embedded Badger v4
+// database. It is the gateway's default backend: nothing to install, one
+// directory on disk.
+package badgerstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/wasmgate/gateway/store"
+)
+
+// Options tunes the Badger database.
+type Options struct {
+	// Dir is the data directory; it is created (0700) when missing.
+	Dir string
+	// SyncWrites makes each commit fsync before it returns. The config store
+	// keeps it on so acknowledged writes survive power loss too; a process
+	// kill alone never loses a committed write either way.
+	SyncWrites bool
+	// InMemory runs without files (tests and benchmarks only).
+	InMemory bool
+	// Logger receives Badger's warnings and errors.
+	Logger *slog.Logger
+}
+
+// DB is a store.Store backed by Badger.
+type DB struct {
+	db   *badger.DB
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Open opens (or creates) the database described by opts.
+func Open(opts Options) (*DB, error) {
+	bo := badger.DefaultOptions(opts.Dir).
+		WithSyncWrites(opts.SyncWrites).
+		WithInMemory(opts.InMemory).
+		WithLogger(badgerLogger{log: opts.Logger}).
+		// Small tables and memtables: the gateway's records are small and a
+		// 2-core machine should not reserve hundreds of MiB for a config store.
+		WithMemTableSize(16 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithNumCompactors(2).
+		WithBlockCacheSize(16 << 20).
+		WithIndexCacheSize(8 << 20)
+	if opts.InMemory {
+		bo.Dir, bo.ValueDir = "", ""
+	} else {
+		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("badger: create data dir %s: %w", opts.Dir, err)
+		}
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("badger: data dir %s is in use by another gateway process: %w", opts.Dir, err)
+		}
+		return nil, fmt.Errorf("badger: open %s: %w", opts.Dir, err)
+	}
+	d := &DB{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	go d.gcLoop()
+	return d, nil
+}
+
+// gcLoop reclaims value-log space; Badger never does it on its own.
+func (d *DB) gcLoop() {
+	defer close(d.done)
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			for d.db.RunValueLogGC(0.5) == nil {
+			}
+		}
+	}
+}
+
+func encodeKey(ns, key string) []byte {
+	b := make([]byte, 0, len(ns)+1+len(key))
+	b = append(b, ns...)
+	b = append(b, 0)
+	return append(b, key...)
+}
+
+// View implements store.Store.
+func (d *DB) View(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.db.View(func(txn *badger.Txn) error { return fn(tx{txn: txn}) })
+}
+
+// Update implements store.Store. Conflicting transactions are retried a few
+// times because callers express read-modify-write logic in fn.
+func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 8; attempt++ {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		err = d.db.Update(func(txn *badger.Txn) error { return fn(tx{txn: txn}) })
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %v", store.ErrConflict, err)
+}
+
+// Ping implements store.Store by reading a key, which fails once the DB is
+// closed or its files are gone.
+func (d *DB) Ping(ctx context.Context) error {
+	if d.db.IsClosed() {
+		return errors.New("badger: database is closed")
+	}
+	return d.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get([]byte("_meta\x00ping"))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		return err
+	})
+}
+
+// Close implements store.Store.
+func (d *DB) Close() error {
+	select {
+	case <-d.stop:
+		return nil
+	default:
+	}
+	close(d.stop)
+	<-d.done
+	return d.db.Close()
+}
+
+// Walk visits every record of every namespace; the sealing layer uses it to
+// migrate existing data when encryption is turned on.
+func (d *DB) Walk(fn func(ns, key string, value []byte) error) error {
+	return d.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			i := bytes.IndexByte(k, 0)
+			if i < 0 {
+				continue
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(string(k[:i]), string(k[i+1:]), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+type tx struct{ txn *badger.Txn }
+
+func (t tx) Get(ns, key string) ([]byte, error) {
+	item, err := t.txn.Get(encodeKey(ns, key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("badger: get %s/%s: %w", ns, key, err)
+	}
+	return item.ValueCopy(nil)
+}
+
+func (t tx) Put(ns, key string, value []byte) error {
+	if err := t.txn.Set(encodeKey(ns, key), value); err != nil {
+		return fmt.Errorf("badger: put %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+func (t tx) Delete(ns, key string) error {
+	if err := t.txn.Delete(encodeKey(ns, key)); err != nil {
+		return fmt.Errorf("badger: delete %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+func (t tx) Scan(ns string, opts store.ScanOptions, fn func(key string, value []byte) error) error {
+	nsPrefix := encodeKey(ns, "")
+	prefix := encodeKey(ns, opts.Prefix)
+	io := badger.DefaultIteratorOptions
+	io.Prefix = prefix
+	io.Reverse = opts.Reverse
+	it := t.txn.NewIterator(io)
+	defer it.Close()
+
+	var seek []byte
+	switch {
+	case opts.After != "":
+		seek = encodeKey(ns, opts.After)
+	case opts.Reverse:
+		// Reverse iteration seeks to the last key <= seek, so go past every
+		// key with this prefix.
+		seek = append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff)
+	default:
+		seek = prefix
+	}
+	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		key := string(k[len(nsPrefix):])
+		if opts.After != "" && key == opts.After {
+			continue
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return fmt.Errorf("badger: read %s/%s: %w", ns, key, err)
+		}
+		if err := fn(key, v); err != nil {
+			if errors.Is(err, store.ErrStopScan) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+type badgerLogger struct{ log *slog.Logger }
+
+func (l badgerLogger) logger() *slog.Logger {
+	if l.log == nil {
+		return slog.Default()
+	}
+	return l.log
+}
+
+func (l badgerLogger) Errorf(f string, a ...any) {
+	l.logger().Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
+func (l badgerLogger) Warningf(f string, a ...any) {
+	l.logger().Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
+
+// Infof and Debugf are dropped: Badger is chatty at those levels.
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}
