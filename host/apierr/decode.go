@@ -9,12 +9,15 @@ import (
 	"strings"
 )
 
-// DecodeJSON strictly decodes a request body into v and turns every failure
+// DecodeJSON strictly decodes a JSON object request body into v and turns every failure
 // into a 400 envelope that names the problem and, where known, the field.
 // Unknown fields are rejected so a misspelt option is never silently ignored.
 func DecodeJSON(body []byte, v any) *Error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return BadRequest("empty_body", "", "request body is empty; a JSON object is required")
+	}
+	if trimmed := bytes.TrimSpace(body); trimmed[0] != '{' {
+		return BadRequest("invalid_type", "", "request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -51,7 +54,7 @@ func jsonError(err error) *Error {
 		if errors.As(err, &fe) {
 			return BadRequest("invalid_value", fe.Field, fe.Error())
 		}
-		return BadRequest("invalid_json", "", err.Error())
+		return BadRequest("invalid_value", "", "invalid value in request body: "+err.Error())
 	}
 }
 

@@ -43,22 +43,26 @@ type Server struct {
 }
 
 // New provisions every capability from cfg. On error nothing is left running.
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *Server, err error) {
-	s = &Server{cfg: cfg, log: log, routes: &auth.Table{}, started: time.Now()}
-	defer func() {
-		if err != nil {
-			_ = s.closeAll()
-		}
-	}()
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
+	s := &Server{cfg: cfg, log: log, routes: &auth.Table{}, started: time.Now()}
+	if err := s.provision(ctx); err != nil {
+		_ = s.closeAll()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) provision(ctx context.Context) error {
+	cfg, log := s.cfg, s.log
 
 	db, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(cfg.DataDir, "store"), SyncWrites: true, Logger: log})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.closers = append(s.closers, db.Close)
 	sealed, err := store.OpenSealed(ctx, db, cfg.EncryptionKey, log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.store = sealed
 	if !sealed.Encrypted() {
@@ -69,7 +73,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *Server, 
 	if cfg.Vault.Address != "" {
 		tok, err := s.secrets.Resolve(ctx, mustParseSecret(cfg.Vault.Token))
 		if err != nil {
-			return nil, fmt.Errorf("config: vault.token: %w", err)
+			return fmt.Errorf("config: vault.token: %w", err)
 		}
 		s.secrets.Vault = &secret.VaultClient{Address: cfg.Vault.Address, Token: tok, Mount: cfg.Vault.Mount,
 			Namespace: cfg.Vault.Namespace, TTL: cfg.Vault.CacheTTL.D()}
@@ -82,10 +86,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *Server, 
 		LoginAttemptsPerMinute: cfg.AuthConfig.LoginAttemptsPerMinute,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.auth.SyncConfig(ctx, cfg.AuthConfig.Enabled, cfg.AuthConfig.AdminUsername, cfg.AuthConfig.AdminPassword); err != nil {
-		return nil, fmt.Errorf("config: auth_config: %w", err)
+		return fmt.Errorf("config: auth_config: %w", err)
 	}
 
 	s.app = fiber.New(fiber.Config{
@@ -103,14 +107,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *Server, 
 	})
 	s.app.Use(recoverer(log))
 	if err := s.mount(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	// Unknown routes fall through to Fiber's 404, which errorHandler wraps.
 
 	bg, cancel := context.WithCancel(context.Background())
 	s.stopBg, s.bgDone = cancel, make(chan struct{})
 	go s.background(bg)
-	return s, nil
+	return nil
 }
 
 func proxyHeader(cfg *config.Config) string {
