@@ -18,6 +18,8 @@ import (
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
+	"github.com/wasmgate/gateway/host/metrics"
+	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/secret"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -35,6 +37,8 @@ type Server struct {
 	auth    *auth.Service
 	routes  *auth.Table
 	secrets *secret.Resolver
+	metrics *metrics.Metrics
+	notify  *notify.Hub
 	started time.Time
 
 	stopBg  context.CancelFunc
@@ -105,7 +109,9 @@ func (s *Server) provision(ctx context.Context) error {
 		ProxyHeader:             proxyHeader(cfg),
 		ReduceMemoryUsage:       false,
 	})
-	s.app.Use(recoverer(log))
+	s.metrics = metrics.New()
+	s.notify = notify.NewHub()
+	s.app.Use(recoverer(log), s.metrics.Middleware())
 	if err := s.mount(ctx); err != nil {
 		return err
 	}
@@ -135,6 +141,12 @@ func mustParseSecret(s string) secret.Value {
 // mount registers every capability's routes.
 func (s *Server) mount(ctx context.Context) error {
 	s.app.Get("/health", s.health)
+	root := auth.NewRouter(s.app, "", s.auth, s.routes)
+	root.Get("/metrics", auth.Perm("Metrics", "View"), s.metrics.Handler())
+	root.Get("/ws", auth.Perm("Dashboard", "View"), s.notify.Handler(func(c *fiber.Ctx) ([]string, bool) {
+		p := auth.FromCtx(c)
+		return nil, p != nil && p.Bypass
+	}))
 	api := auth.NewRouter(s.app, "/api", s.auth, s.routes)
 	s.app.Use("/api", s.managementBodyLimit)
 	api.Get("/version", auth.Public, s.version)
@@ -163,6 +175,12 @@ func (s *Server) App() *fiber.App { return s.app }
 
 // Auth exposes the auth service.
 func (s *Server) Auth() *auth.Service { return s.auth }
+
+// Notify is the dashboard notification hub.
+func (s *Server) Notify() *notify.Hub { return s.notify }
+
+// Metrics is the Prometheus registry holder.
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
 // Routes is the management route table.
 func (s *Server) Routes() []auth.RouteInfo { return s.routes.Rows() }
