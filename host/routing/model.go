@@ -1,0 +1,56 @@
+// Package routing decides where an inference request goes: which provider
+// and model (primary, then fallbacks), which key of that provider, and when
+// a failed attempt is retried.
+package routing
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Target is one provider/model pair an attempt can go to.
+type Target struct {
+	Provider string
+	Model    string
+}
+
+func (t Target) String() string { return t.Provider + "/" + t.Model }
+
+// ParseModel splits "<provider>/<model>". The model part may itself contain
+// slashes (openrouter/anthropic/claude-3.5-sonnet), so only the first one
+// separates the provider.
+func ParseModel(s string) (Target, error) {
+	p, m, ok := strings.Cut(s, "/")
+	if !ok || p == "" || m == "" {
+		return Target{}, fmt.Errorf("model %q must have the form <provider>/<model>, for example openai/gpt-4o-mini", s)
+	}
+	return Target{Provider: strings.ToLower(p), Model: m}, nil
+}
+
+// Plan is the ordered list of targets a request may try: the primary first,
+// then the request's fallbacks in the order given.
+type Plan struct {
+	Targets []Target
+}
+
+// NewPlan parses the primary model and fallbacks, dropping duplicates so a
+// fallback equal to the primary is not tried twice.
+func NewPlan(primary string, fallbacks []string) (Plan, error) {
+	t, err := ParseModel(primary)
+	if err != nil {
+		return Plan{}, err
+	}
+	plan := Plan{Targets: []Target{t}}
+	seen := map[Target]bool{t: true}
+	for i, f := range fallbacks {
+		ft, err := ParseModel(f)
+		if err != nil {
+			return Plan{}, fmt.Errorf("fallbacks[%d]: %w", i, err)
+		}
+		if !seen[ft] {
+			seen[ft] = true
+			plan.Targets = append(plan.Targets, ft)
+		}
+	}
+	return plan, nil
+}
