@@ -18,6 +18,7 @@ import (
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
+	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/secret"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -36,6 +37,8 @@ type Server struct {
 	routes  *auth.Table
 	secrets *secret.Resolver
 	started time.Time
+
+	providers *providers.Service
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}
@@ -159,6 +162,9 @@ func (s *Server) App() *fiber.App { return s.app }
 
 // Auth exposes the auth service.
 func (s *Server) Auth() *auth.Service { return s.auth }
+
+// Providers exposes the providers capability (inference picks keys through it).
+func (s *Server) Providers() *providers.Service { return s.providers }
 
 // Routes is the management route table.
 func (s *Server) Routes() []auth.RouteInfo { return s.routes.Rows() }
