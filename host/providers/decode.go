@@ -14,7 +14,20 @@ import (
 // located by re-checking the secret-capable paths the body may hold.
 func decodeBody(body []byte, v any, secretPaths []string) *apierr.Error {
 	e := apierr.DecodeJSON(body, v)
-	if e == nil || e.Detail.Param != "" || e.Detail.Code != "invalid_json" {
+	if e == nil {
+		return nil
+	}
+	if e.Detail.Param != "" {
+		// encoding/json names fields of embedded structs with the Go type
+		// name (Key.models); clients know only the JSON names.
+		clean := strings.TrimPrefix(strings.TrimPrefix(e.Detail.Param, "Key."), "KeyConfigs.")
+		if clean != e.Detail.Param {
+			e.Detail.Message = strings.ReplaceAll(e.Detail.Message, e.Detail.Param, clean)
+			e.Detail.Param = clean
+		}
+		return e
+	}
+	if e.Detail.Code != "invalid_json" {
 		return e
 	}
 	if path, err := locateSecretError(body, secretPaths); path != "" {

@@ -48,9 +48,12 @@ type Server struct {
 // New provisions every capability from cfg. On error nothing is left running.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *Server, err error) {
 	s = &Server{cfg: cfg, log: log, routes: &auth.Table{}, started: time.Now()}
+	// "return nil, err" sets s to nil before deferred calls run, so clean-up
+	// must hold its own reference.
+	built := s
 	defer func() {
 		if err != nil {
-			_ = s.closeAll()
+			_ = built.closeAll()
 		}
 	}()
 
