@@ -168,4 +168,3 @@ func (g *Gateway) Expect(want int, method, path string, body any) Response {
 	}
 	return r
 }
-
