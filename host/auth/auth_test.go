@@ -177,25 +177,25 @@ func TestLoginThrottled(t *testing.T) {
 func TestAdminPasswordChangeSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	env := []string{"GATEWAY_AUTH_CONFIG__ADMIN_USERNAME=admin", "GATEWAY_AUTH_CONFIG__ADMIN_PASSWORD=first-password"}
-	g := testgw.Start(t, testgw.Config(t, dir, env))
+	g := testgw.Start(t, testgw.Options{Dir: dir, Env: env})
 	g.Auth = basic("admin", "first-password")
 	if r := g.Do("PUT", "/api/config/auth", `{"admin_password":"second-password"}`); r.Status != 200 {
 		t.Fatalf("change password: %d %s", r.Status, r.Body)
 	}
-	_ = g.Close()
+	g.Close()
 
 	// Same config file content: the API change survives.
-	g = testgw.Start(t, testgw.Config(t, dir, env))
+	g = testgw.Start(t, testgw.Options{Dir: dir, Env: env})
 	g.Auth = testgw.NoAuth
 	testgw.WantEnvelope(t, g.Do("GET", "/api/config", nil, basic("admin", "first-password")), 401, "invalid_credentials")
 	if r := g.Do("GET", "/api/config", nil, basic("admin", "second-password")); r.Status != 200 {
 		t.Fatalf("api password after restart: %d %s", r.Status, r.Body)
 	}
-	_ = g.Close()
+	g.Close()
 
 	// The config entry changed: the file wins.
 	env[1] = "GATEWAY_AUTH_CONFIG__ADMIN_PASSWORD=third-password"
-	g = testgw.Start(t, testgw.Config(t, dir, env))
+	g = testgw.Start(t, testgw.Options{Dir: dir, Env: env})
 	g.Auth = testgw.NoAuth
 	if r := g.Do("GET", "/api/config", nil, basic("admin", "third-password")); r.Status != 200 {
 		t.Fatalf("file password after change: %d %s", r.Status, r.Body)

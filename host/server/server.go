@@ -20,6 +20,7 @@ import (
 	"github.com/wasmgate/gateway/host/config"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
+	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/secret"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -40,6 +41,8 @@ type Server struct {
 	metrics *metrics.Metrics
 	notify  *notify.Hub
 	started time.Time
+
+	providers *providers.Service
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}
@@ -181,6 +184,9 @@ func (s *Server) Notify() *notify.Hub { return s.notify }
 
 // Metrics is the Prometheus registry holder.
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
+
+// Providers exposes the providers capability (inference picks keys through it).
+func (s *Server) Providers() *providers.Service { return s.providers }
 
 // Routes is the management route table.
 func (s *Server) Routes() []auth.RouteInfo { return s.routes.Rows() }

@@ -1,5 +1,6 @@
-// Package testgw starts a real gateway (real Fiber app, real Badger
-// directory) for tests and offers small helpers to call it.
+// Package testgw starts a real gateway (server.New on a temporary data
+// directory with Badger, the real Fiber app) for capability tests and drives
+// its API, by default through the setup lock.
 package testgw
 
 import (
@@ -10,102 +11,162 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
 	"github.com/wasmgate/gateway/host/server"
 )
 
-// SetupToken is the setup token every test gateway is configured with.
-const SetupToken = "test-setup-token-0123456789"
+// SetupToken is the setup token every test gateway is started with.
+const SetupToken = "testgw-setup-token-0123456789"
 
-// Gateway is a provisioned server under test.
+// Options tune a test gateway.
+type Options struct {
+	// Dir is the data directory; a fresh t.TempDir() when empty.
+	Dir string
+	// ConfigYAML, when set, is written to Dir/config.yaml and loaded.
+	ConfigYAML string
+	// Env holds extra GATEWAY_* variables (e.g. GATEWAY_ENCRYPTION_KEY=...).
+	Env []string
+	// Args are extra command-line flags.
+	Args []string
+}
+
+// Gateway is a running test gateway.
 type Gateway struct {
 	T      testing.TB
-	Cfg    *config.Config
+	Dir    string
+	Config *config.Config
 	Server *server.Server
-	// Auth is applied to every request made with Do unless overridden.
+	// Auth is applied to every request made with Do (SetupAuth by default).
 	Auth func(*http.Request)
+	opts Options
 }
 
-// Config returns a valid config on dir with the test setup token; extra
-// environment entries (GATEWAY_*) and args are applied on top.
-func Config(t testing.TB, dir string, env []string, args ...string) *config.Config {
+// New starts a gateway on a fresh directory with extra environment entries.
+func New(t testing.TB, env ...string) *Gateway {
 	t.Helper()
-	env = append([]string{"GATEWAY_SETUP_TOKEN=" + SetupToken}, env...)
-	cfg, err := config.Load(append([]string{"--data-dir", dir}, args...), env)
+	return Start(t, Options{Env: env})
+}
+
+// Start provisions a gateway and closes it when the test ends.
+func Start(t testing.TB, o Options) *Gateway {
+	t.Helper()
+	g, err := TryStart(t, o)
 	if err != nil {
-		t.Fatalf("config: %v", err)
+		t.Fatalf("start gateway: %v", err)
 	}
-	return cfg
+	return g
 }
 
-// Start provisions a server from cfg and closes it when the test ends.
-func Start(t testing.TB, cfg *config.Config) *Gateway {
+// TryStart is Start for tests that expect start-up to fail.
+func TryStart(t testing.TB, o Options) (*Gateway, error) {
 	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	args := append([]string{"--data-dir", o.Dir}, o.Args...)
+	if o.ConfigYAML != "" {
+		path := filepath.Join(o.Dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(o.ConfigYAML), 0o600); err != nil {
+			t.Fatalf("write config: %v", err)
+		}
+		args = append(args, "--config", path)
+	}
+	env := append([]string{"GATEWAY_SETUP_TOKEN=" + SetupToken}, o.Env...)
+	cfg, err := config.Load(args, env)
+	if err != nil {
+		return nil, err
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.Default()
 	}
 	srv, err := server.New(context.Background(), cfg, log)
 	if err != nil {
-		t.Fatalf("server.New: %v", err)
+		return nil, err
 	}
-	g := &Gateway{T: t, Cfg: cfg, Server: srv, Auth: SetupAuth}
-	t.Cleanup(func() { _ = g.Close() })
-	return g
+	g := &Gateway{T: t, Dir: o.Dir, Config: cfg, Server: srv, Auth: SetupAuth, opts: o}
+	t.Cleanup(g.Close)
+	return g, nil
 }
 
-// New is Config + Start on a fresh temp dir.
-func New(t testing.TB, env ...string) *Gateway {
-	t.Helper()
-	return Start(t, Config(t, t.TempDir(), env))
-}
-
-// Close shuts the server down (idempotent).
-func (g *Gateway) Close() error {
+// Close shuts the gateway down; it is idempotent.
+func (g *Gateway) Close() {
+	g.T.Helper()
 	if g.Server == nil {
-		return nil
+		return
 	}
-	err := g.Server.Shutdown(context.Background())
+	srv := g.Server
 	g.Server = nil
-	return err
+	if err := srv.Shutdown(context.Background()); err != nil {
+		g.T.Errorf("shutdown: %v", err)
+	}
+}
+
+// Restart closes the gateway and starts a new one on the same directory,
+// with the config replaced by cfgYAML when it is not empty.
+func (g *Gateway) Restart(cfgYAML string) *Gateway {
+	g.T.Helper()
+	g.Close()
+	o := g.opts
+	o.Dir = g.Dir
+	if cfgYAML != "" {
+		o.ConfigYAML = cfgYAML
+	}
+	return Start(g.T, o)
 }
 
 // SetupAuth sends the setup-lock header.
-func SetupAuth(r *http.Request) { r.Header.Set("X-Gateway-Setup-Token", SetupToken) }
+func SetupAuth(r *http.Request) { r.Header.Set(auth.SetupTokenHeader, SetupToken) }
 
 // NoAuth sends no credentials.
 func NoAuth(*http.Request) {}
 
-// Response is a completed test request.
+// Response is a completed request.
 type Response struct {
 	Status int
 	Header http.Header
 	Body   []byte
 }
 
-// JSON decodes the body into a generic map.
-func (r *Response) JSON(t testing.TB) map[string]any {
+// Decode unmarshals the body into v, failing the test on error.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode (%d) %s: %v", r.Status, r.Body, err)
+	}
+}
+
+// Map decodes an object body.
+func (r *Response) Map(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("response is not a JSON object (%d): %s", r.Status, r.Body)
-	}
+	r.Decode(t, &m)
 	return m
 }
 
-// Do sends a request through the Fiber app. body may be nil, []byte, string
-// or any value encoded as JSON.
+// JSON is Map.
+func (r *Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	return r.Map(t)
+}
+
+// Do sends a request through the Fiber app. body may be nil, a string or
+// []byte (sent as is) or any value (JSON-encoded); mods adjust the request
+// after g.Auth.
 func (g *Gateway) Do(method, path string, body any, mods ...func(*http.Request)) *Response {
 	g.T.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
 	case []byte:
 		rd = bytes.NewReader(b)
-	case string:
-		rd = bytes.NewReader([]byte(b))
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
@@ -114,7 +175,7 @@ func (g *Gateway) Do(method, path string, body any, mods ...func(*http.Request))
 		rd = bytes.NewReader(raw)
 	}
 	req := httptest.NewRequest(method, path, rd)
-	if body != nil {
+	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if g.Auth != nil {
@@ -128,8 +189,21 @@ func (g *Gateway) Do(method, path string, body any, mods ...func(*http.Request))
 		g.T.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		g.T.Fatalf("%s %s: read body: %v", method, path, err)
+	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// Expect sends a request and fails the test unless the status is want.
+func (g *Gateway) Expect(want int, method, path string, body any) *Response {
+	g.T.Helper()
+	r := g.Do(method, path, body)
+	if r.Status != want {
+		g.T.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.Status, want, r.Body)
+	}
+	return r
 }
 
 // WantEnvelope asserts r is an error envelope with the status (and code when given).
@@ -138,9 +212,10 @@ func WantEnvelope(t testing.TB, r *Response, status int, code string) map[string
 	if r.Status != status {
 		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
 	}
-	m := r.JSON(t)
+	m := r.Map(t)
 	e, ok := m["error"].(map[string]any)
-	if !ok || m["event_id"] == "" || int(m["status_code"].(float64)) != status {
+	sc, _ := m["status_code"].(float64)
+	if !ok || m["event_id"] == "" || int(sc) != status {
 		t.Fatalf("not an error envelope: %s", r.Body)
 	}
 	if code != "" && e["code"] != code {
