@@ -226,6 +226,13 @@ func TestSIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 		_ = json.Unmarshal(body, &m)
 		ids = append(ids, m.APIKey.ID)
 	}
+	if code, body := p.do("POST", "/api/providers", map[string]any{"name": "openai"}); code != 201 {
+		t.Fatalf("create provider: %d %s", code, body)
+	}
+	code, body := p.do("POST", "/api/providers/openai/keys", map[string]any{"name": "main", "value": "sk-test-durable-0123456789abcdef", "weight": 2})
+	if code != 201 {
+		t.Fatalf("create key: %d %s", code, body)
+	}
 	// Kill right after the last acknowledgement: no graceful close.
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -233,7 +240,11 @@ func TestSIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 	p.wait(10 * time.Second)
 
 	p = start(t, cwd, data, nil)
-	code, body := p.do("GET", "/api/auth/api-keys", nil)
+	code, body = p.do("GET", "/api/providers/openai/keys", nil)
+	if code != 200 || !strings.Contains(string(body), `"main"`) || !strings.Contains(string(body), `"weight":2`) {
+		t.Fatalf("acknowledged provider key lost after SIGKILL: %d %s", code, body)
+	}
+	code, body = p.do("GET", "/api/auth/api-keys", nil)
 	if code != 200 {
 		t.Fatalf("list: %d %s", code, body)
 	}
