@@ -11,9 +11,9 @@ import (
 
 func TestInputForms(t *testing.T) {
 	cases := map[string]secret.Value{
-		`"sk-plain"`:          {Value: "sk-plain", Type: secret.PlainText},
-		`"env.OPENAI_KEY"`:    {Ref: "env.OPENAI_KEY", Type: secret.Env},
-		`"vault.kv/openai#k"`: {Ref: "vault.kv/openai#k", Type: secret.Vault},
+		`"sk-plain"`:                             {Value: "sk-plain", Type: secret.PlainText},
+		`"env.OPENAI_KEY"`:                       {Ref: "env.OPENAI_KEY", Type: secret.Env},
+		`"vault.kv/openai#k"`:                    {Ref: "vault.kv/openai#k", Type: secret.Vault},
 		`{"value":"x","type":"plain_text"}`:      {Value: "x", Type: secret.PlainText},
 		`{"ref":"env.A","type":"env"}`:           {Ref: "env.A", Type: secret.Env},
 		`{"value":"env.A"}`:                      {Ref: "env.A", Type: secret.Env},
