@@ -4,13 +4,26 @@ import (
 	"context"
 
 	"github.com/wasmgate/gateway/host/auth"
+	"github.com/wasmgate/gateway/host/webhooks"
 )
 
 // provisionCapabilities builds each capability (providers, plugins, ...) in
 // dependency order, registers its routes and its clean-up. Each capability
 // owns its handlers, logic and store access in its own package under host/.
 func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) error {
-	_ = ctx
-	_ = api
+	wh, err := webhooks.New(ctx, webhooks.Options{
+		Store: s.store, Log: s.log, Secrets: s.secrets,
+		ConfigEntries: s.cfg.Entities["webhooks"],
+		RetentionDays: s.cfg.Client.WebhookConfig.DeliveryHistoryRetentionDays,
+	})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, wh.Close)
+	s.webhooks = wh
+	wh.Routes(api)
 	return nil
 }
+
+// Webhooks is the webhook capability (async jobs enqueue deliveries on it).
+func (s *Server) Webhooks() *webhooks.Service { return s.webhooks }

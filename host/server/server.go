@@ -21,6 +21,7 @@ import (
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/secret"
+	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
 )
@@ -39,7 +40,9 @@ type Server struct {
 	secrets *secret.Resolver
 	metrics *metrics.Metrics
 	notify  *notify.Hub
-	started time.Time
+	// webhooks is set by provisionCapabilities.
+	webhooks *webhooks.Service
+	started  time.Time
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}
