@@ -87,6 +87,13 @@ func dueKey(at time.Time, id string) string {
 	return fmt.Sprintf("%020d/%s", at.UnixNano(), id)
 }
 
+// queue puts d on the dispatcher queue at at. The entry's value is the
+// endpoint id, so a scheduler pass can apply per-endpoint concurrency without
+// reading (possibly large) delivery records.
+func queue(tx store.Tx, at time.Time, d *Delivery) error {
+	return tx.Put(nsDue, dueKey(at, d.ID), []byte(d.EndpointID))
+}
+
 func parseDueKey(k string) (time.Time, string, bool) {
 	ts, id, ok := strings.Cut(k, "/")
 	if !ok {
@@ -223,7 +230,7 @@ func (s *Service) enqueueRecord(tx store.Tx, ep *Endpoint, event string, payload
 	if err := tx.Put(nsByEndpoint, ep.ID+"/"+d.ID, nil); err != nil {
 		return "", err
 	}
-	if err := tx.Put(nsDue, dueKey(now, d.ID), nil); err != nil {
+	if err := queue(tx, now, &d); err != nil {
 		return "", err
 	}
 	return d.ID, nil
@@ -253,7 +260,7 @@ func (s *Service) Redeliver(ctx context.Context, id string) (Delivery, error) {
 		if err := store.PutJSON(tx, nsDeliveries, d.ID, d); err != nil {
 			return err
 		}
-		return tx.Put(nsDue, dueKey(now, d.ID), nil)
+		return queue(tx, now, &d)
 	})
 	if err != nil {
 		return d, err

@@ -70,7 +70,7 @@ func (s *Service) startDue() (time.Time, error) {
 	limits := map[string]int{}
 	scanned := 0
 	err := s.st.View(s.ctx, func(tx store.Tx) error {
-		return tx.Scan(nsDue, store.ScanOptions{}, func(key string, _ []byte) error {
+		return tx.Scan(nsDue, store.ScanOptions{}, func(key string, v []byte) error {
 			at, id, ok := parseDueKey(key)
 			if !ok {
 				return nil
@@ -84,22 +84,18 @@ func (s *Service) startDue() (time.Time, error) {
 				next = now.Add(100 * time.Millisecond)
 				return store.ErrStopScan
 			}
-			d, err := store.GetJSON[Delivery](tx, nsDeliveries, id)
-			if err != nil {
-				// A dangling queue entry (delivery pruned or endpoint deleted):
-				// the attempt cleans it up.
-				due = append(due, candidate{id: id, limit: 1})
-				return nil
-			}
-			limit, ok := limits[d.EndpointID]
+			endpointID := string(v)
+			limit, ok := limits[endpointID]
 			if !ok {
+				// A missing endpoint still gets one slot: the attempt
+				// finishes its deliveries as failed.
 				limit = 1
-				if r, err := store.GetJSON[record](tx, nsEndpoints, d.EndpointID); err == nil {
+				if r, err := store.GetJSON[record](tx, nsEndpoints, endpointID); err == nil {
 					limit = r.MaxConcurrentDeliveries
 				}
-				limits[d.EndpointID] = limit
+				limits[endpointID] = limit
 			}
-			due = append(due, candidate{id: id, endpointID: d.EndpointID, limit: limit})
+			due = append(due, candidate{id: id, endpointID: endpointID, limit: limit})
 			return nil
 		})
 	})
@@ -364,7 +360,7 @@ func (s *Service) record(id string, a Attempt, ok bool) error {
 		if err := store.PutJSON(tx, nsDeliveries, d.ID, d); err != nil {
 			return err
 		}
-		return tx.Put(nsDue, dueKey(next, d.ID), nil)
+		return queue(tx, next, &d)
 	})
 }
 

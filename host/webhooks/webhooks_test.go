@@ -840,3 +840,35 @@ func TestRoutePermissions(t *testing.T) {
 func newServer(cfg *config.Config) (*server.Server, error) {
 	return server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
+
+// TestConcurrencyCapPerEndpoint: no more than max_concurrent_deliveries
+// attempts to one endpoint are in flight at once.
+func TestConcurrencyCapPerEndpoint(t *testing.T) {
+	t.Parallel()
+	g := testgw.New(t)
+	var mu sync.Mutex
+	cur, peak := 0, 0
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		cur++
+		peak = max(peak, cur)
+		mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		mu.Lock()
+		cur--
+		mu.Unlock()
+		w.WriteHeader(200)
+	})
+	create(t, g, endpointBody("capped", rc.srv.URL, map[string]any{"max_concurrent_deliveries": 2}))
+	for i := 0; i < 6; i++ {
+		if _, err := g.Server.Webhooks().Enqueue(context.Background(), "capped", webhooks.EventJobCompleted, []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.wait(t, 6, 10*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != 2 {
+		t.Fatalf("peak concurrency %d, want 2", peak)
+	}
+}
