@@ -9,7 +9,7 @@ TESTFLAGS ?= -count=1 -timeout 20m
 
 -include plugins.mk
 
-.PHONY: all build host wasm run test test-race fuzz bench vet fmt clean
+.PHONY: all build host wasm run test test-deps test-race fuzz bench vet fmt clean
 
 all: build
 
@@ -28,6 +28,12 @@ run: build
 test: build
 	$(GO) vet ./...
 	$(GO) test $(TESTFLAGS) ./...
+
+# Node packages the tests run against (pinned by package-lock.json files).
+NPM_TEST_DIRS := host/webhooks/testdata/verifier
+test-deps:
+	@command -v node >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	@for d in $(NPM_TEST_DIRS); do echo "npm ci $$d"; npm ci --no-audit --no-fund --prefix $$d >/dev/null || exit 1; done
 
 test-race:
 	$(GO) test -race $(TESTFLAGS) ./host/... ./store/...

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/providers"
+	"github.com/wasmgate/gateway/host/webhooks"
 )
 
 // provisionCapabilities builds each capability (providers, plugins, ...) in
@@ -21,5 +22,20 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	prov.Routes(api)
 	s.providers = prov
+
+	wh, err := webhooks.New(ctx, webhooks.Options{
+		Store: s.store, Log: s.log, Secrets: s.secrets,
+		ConfigEntries: s.cfg.Entities["webhooks"],
+		RetentionDays: s.cfg.Client.WebhookConfig.DeliveryHistoryRetentionDays,
+	})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, wh.Close)
+	s.webhooks = wh
+	wh.Routes(api)
 	return nil
 }
+
+// Webhooks is the webhook capability (async jobs enqueue deliveries on it).
+func (s *Server) Webhooks() *webhooks.Service { return s.webhooks }

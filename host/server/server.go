@@ -22,6 +22,7 @@ import (
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/secret"
+	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
 )
@@ -40,7 +41,9 @@ type Server struct {
 	secrets *secret.Resolver
 	metrics *metrics.Metrics
 	notify  *notify.Hub
-	started time.Time
+	// webhooks is set by provisionCapabilities.
+	webhooks *webhooks.Service
+	started  time.Time
 
 	providers *providers.Service
 

@@ -223,3 +223,15 @@ func WantEnvelope(t testing.TB, r *Response, status int, code string) map[string
 	}
 	return m
 }
+
+// Config loads a configuration for dir with the test setup token, extra
+// environment entries and flags, for tests that build the server themselves.
+func Config(t testing.TB, dir string, env []string, args ...string) *config.Config {
+	t.Helper()
+	cfg, err := config.Load(append([]string{"--data-dir", dir}, args...),
+		append([]string{"GATEWAY_SETUP_TOKEN=" + SetupToken}, env...))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
