@@ -747,7 +747,9 @@ func TestConfigFileEndpoints(t *testing.T) {
 	entry := map[string]any{"name": "from-file", "url": rc.srv.URL, "events": []string{webhooks.EventJobCompleted},
 		"secret": "env.WH_CFG_SECRET", "allow_private_network": true, "max_retries": 2}
 	write(entry)
-	start := func() *testgw.Gateway { return testgw.Start(t, testgw.Options{Dir: dir, Args: []string{"--config", file}}) }
+	start := func() *testgw.Gateway {
+		return testgw.Start(t, testgw.Options{Dir: dir, Args: []string{"--config", file}})
+	}
 
 	g := start()
 	list := g.Do("GET", "/api/webhooks", nil).JSON(t)["endpoints"].([]any)
