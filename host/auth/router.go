@@ -53,6 +53,15 @@ type Router struct {
 	prefix string
 	svc    *Service
 	table  *Table
+	audit  func(resource string) fiber.Handler
+}
+
+// WithAudit makes every mutating route (POST, PUT, PATCH, DELETE) record an
+// audit entry through mw, wrapped around its handler after the permission
+// check. It returns r for chaining.
+func (r *Router) WithAudit(mw func(resource string) fiber.Handler) *Router {
+	r.audit = mw
+	return r
 }
 
 // NewRouter returns a Router registering on app under prefix (usually "/api").
@@ -65,10 +74,15 @@ func (r *Router) Handle(method, path string, perm Permission, h ...fiber.Handler
 	full := r.prefix + path
 	kind := "management"
 	var chain []fiber.Handler
+	resource := perm.Resource
 	if perm.IsPublic() {
 		kind = "public"
+		resource = "Session"
 	} else {
 		chain = append(chain, r.svc.Require(perm))
+	}
+	if r.audit != nil && method != fiber.MethodGet && method != fiber.MethodHead {
+		chain = append(chain, r.audit(resource))
 	}
 	r.table.add(RouteInfo{Method: method, Path: full, Permission: perm.String(), Kind: kind})
 	r.app.Add(method, full, append(chain, h...)...)

@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/audit"
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
 	"github.com/wasmgate/gateway/host/metrics"
@@ -40,6 +41,7 @@ type Server struct {
 	routes  *auth.Table
 	secrets *secret.Resolver
 	metrics *metrics.Metrics
+	audit   *audit.Log
 	notify  *notify.Hub
 	// webhooks is set by provisionCapabilities.
 	webhooks *webhooks.Service
@@ -153,8 +155,17 @@ func (s *Server) mount(ctx context.Context) error {
 		p := auth.FromCtx(c)
 		return nil, p != nil && p.Bypass
 	}))
-	api := auth.NewRouter(s.app, "/api", s.auth, s.routes)
+	s.audit = audit.New(s.store, s.log, func(c *fiber.Ctx) (string, string) {
+		if p := auth.FromCtx(c); p != nil {
+			return string(p.Kind), p.Subject
+		}
+		return "anonymous", ""
+	})
+	api := auth.NewRouter(s.app, "/api", s.auth, s.routes).WithAudit(s.audit.Middleware)
 	s.app.Use("/api", s.managementBodyLimit)
+	api.Get("/governance/access-profiles/audit-logs", auth.Perm("AuditLogs", "View"), s.audit.Handler)
+	// Deprecated alias kept until the next major version.
+	api.Get("/audit-logs", auth.Perm("AuditLogs", "View"), deprecated("/api/governance/access-profiles/audit-logs"), s.audit.Handler)
 	api.Get("/version", auth.Public, s.version)
 	api.Get("/routes", auth.Perm("Settings", "View"), s.routeTable)
 	api.Get("/config", auth.Perm("Settings", "View"), s.configView)
@@ -283,4 +294,14 @@ func (s *Server) routeTable(c *fiber.Ctx) error {
 func (s *Server) configView(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"config": s.cfg, "is_auth_enabled": s.auth.AuthEnabled(),
 		"encryption_at_rest": s.cfg.EncryptionKey != ""})
+}
+
+// deprecated marks an alias route with the standard Deprecation and Link
+// headers so clients learn the replacement path.
+func deprecated(replacement string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		c.Set("Deprecation", "true")
+		c.Set("Link", "<"+replacement+`>; rel="successor-version"`)
+		return c.Next()
+	}
 }

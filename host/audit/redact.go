@@ -1,0 +1,68 @@
+package audit
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// sensitive reports whether a JSON member name may hold a secret. The list
+// is broad on purpose: an audit log that over-redacts loses little, one
+// that leaks a key is an incident.
+func sensitive(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"password", "secret", "token", "api_key", "apikey", "authorization",
+		"credential", "private_key", "access_key", "session", "cookie"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	switch n {
+	case "value", "key", "headers", "extra_headers":
+		return true
+	}
+	return false
+}
+
+// Redact returns a JSON summary of body with secret-looking members masked
+// and the result capped to max bytes. Non-JSON bodies are summarised by size.
+func Redact(body []byte, max int) json.RawMessage {
+	if len(body) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		b, _ := json.Marshal(map[string]any{"non_json_bytes": len(body)})
+		return b
+	}
+	out, err := json.Marshal(redactValue(v))
+	if err != nil {
+		return nil
+	}
+	if len(out) > max {
+		b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(out)})
+		return b
+	}
+	return out
+}
+
+func redactValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			if sensitive(k) {
+				if val != nil && val != "" {
+					t[k] = "[REDACTED]"
+				}
+				continue
+			}
+			t[k] = redactValue(val)
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = redactValue(t[i])
+		}
+		return t
+	}
+	return v
+}
