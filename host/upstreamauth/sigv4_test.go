@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -202,3 +204,45 @@ func TestSigV4UnbufferedBody(t *testing.T) {
 type readCloser struct{ *bytes.Reader }
 
 func (readCloser) Close() error { return nil }
+
+func TestVerifySigV4OverTheWire(t *testing.T) {
+	creds := withSession()
+	body := []byte(`{"messages":[]}`)
+	var verr error
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		verr = VerifySigV4(r, b, creds, "bedrock")
+	}))
+	defer srv.Close()
+	for _, path := range []string{"/model/anthropic.claude-3-haiku-20240307-v1:0/converse", "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream"} {
+		req, _ := http.NewRequest("POST", srv.URL+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		s, _ := NewBedrockSigner(creds, "us-east-1")
+		s.Apply(context.Background(), req)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if verr != nil {
+			t.Errorf("%s: %v", path, verr)
+		}
+		// Tampering is detected.
+		req, _ = http.NewRequest("POST", srv.URL+path, bytes.NewReader(body))
+		s.Apply(context.Background(), req)
+		req.Body = io.NopCloser(strings.NewReader(`{"messages":[1]}`))
+		req.GetBody = nil
+		req.ContentLength = 16
+		resp, _ = srv.Client().Do(req)
+		resp.Body.Close()
+		if verr == nil {
+			t.Errorf("%s: tampered body accepted", path)
+		}
+	}
+}
+
+func withSession() AWSCredentials {
+	c := suiteCreds
+	c.SessionToken = "tok"
+	return c
+}
