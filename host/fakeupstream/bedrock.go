@@ -3,6 +3,7 @@ package fakeupstream
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"regexp"
 
 	"github.com/wasmgate/gateway/host/eventstream"
@@ -24,7 +25,12 @@ func (s *Server) authSigV4(c *call) (int, string) {
 		return http.StatusForbidden, "Authorization header requires a valid AWS4-HMAC-SHA256 signature for service bedrock."
 	}
 	if s.opts.AWS != nil {
-		if err := upstreamauth.VerifySigV4(c.r, c.body, *s.opts.AWS, "bedrock"); err != nil {
+		r := c.r
+		if u, ok := r.Context().Value(origURLKey{}).(*url.URL); ok {
+			r = r.Clone(r.Context())
+			r.URL = u
+		}
+		if err := upstreamauth.VerifySigV4(r, c.body, *s.opts.AWS, "bedrock"); err != nil {
 			return http.StatusForbidden, "The request signature we calculated does not match the signature you provided."
 		}
 	}

@@ -1,9 +1,14 @@
 package fakeupstream
 
 import (
+	"context"
 	"net/http"
 	"strings"
 )
+
+// origURLKey carries the URL as the client sent it, before the prefix was
+// stripped: a SigV4 signature covers the full path.
+type origURLKey struct{}
 
 // Set is one fake per family behind a single handler, as cmd/mockupstream
 // serves them.
@@ -23,7 +28,10 @@ func NewSet(opts Options) *Set {
 		s := New(f, opts)
 		set.Servers[f] = s
 		prefix := "/" + string(f)
-		mux.Handle(prefix+"/", http.StripPrefix(prefix, s))
+		strip := http.StripPrefix(prefix, s)
+		mux.HandleFunc(prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+			strip.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), origURLKey{}, r.URL)))
+		})
 	}
 	mux.Handle("/", set.Servers[OpenAI])
 	set.handler = mux

@@ -44,6 +44,7 @@ type headerAuth struct {
 	keep [][2]string
 }
 
+// Apply sets the headers; it cannot fail.
 func (h headerAuth) Apply(_ context.Context, req *http.Request) error {
 	for _, kv := range h.set {
 		req.Header.Set(kv[0], kv[1])
