@@ -163,9 +163,10 @@ func (c *call) openAIEmbeddings() {
 }
 
 func (c *call) openAIResponses() {
-	p := c.newReply("", truthy(path(c.in, "reasoning", "effort")))
+	// Responses tools are flat: {"type":"function","name":...}.
+	p := c.newReply(str(path(c.in, "tools", 0, "name")), truthy(path(c.in, "reasoning", "effort")))
 	model := str(c.in["model"])
-	const id, itemID = "resp_fake0001", "msg_fake0001"
+	const id, itemID, fcID = "resp_fake0001", "msg_fake0001", "fc_fake0001"
 	usage := map[string]any{
 		"input_tokens": p.prompt, "input_tokens_details": map[string]any{"cached_tokens": p.cached},
 		"output_tokens": p.completion(), "output_tokens_details": map[string]any{"reasoning_tokens": p.reasoning},
@@ -182,8 +183,15 @@ func (c *call) openAIResponses() {
 		return map[string]any{"id": id, "object": "response", "created_at": fakeCreated, "status": status, "model": model,
 			"output": output, "usage": usage, "error": nil, "incomplete_details": nil, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}}
 	}
+	fcItem := func(status, args string) map[string]any {
+		return map[string]any{"id": fcID, "type": "function_call", "status": status, "call_id": p.tool.id, "name": p.tool.name, "arguments": args}
+	}
+	output := []any{item("completed", []any{part(text)})}
+	if p.tool != nil {
+		output = append(output, fcItem("completed", p.tool.args))
+	}
 	if !truthy(c.in["stream"]) {
-		r := resp("completed", []any{item("completed", []any{part(text)})}, usage)
+		r := resp("completed", output, usage)
 		r["output_text"] = text
 		c.writeJSON(200, r)
 		return
@@ -216,8 +224,16 @@ func (c *call) openAIResponses() {
 			return
 		}
 	}
-	_ = ev("response.output_text.done", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "text": text}) &&
+	ok = ev("response.output_text.done", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "text": text}) &&
 		ev("response.content_part.done", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "part": part(text)}) &&
-		ev("response.output_item.done", map[string]any{"output_index": 0, "item": item("completed", []any{part(text)})}) &&
-		ev("response.completed", map[string]any{"response": resp("completed", []any{item("completed", []any{part(text)})}, usage)})
+		ev("response.output_item.done", map[string]any{"output_index": 0, "item": item("completed", []any{part(text)})})
+	if ok && p.tool != nil {
+		ok = ev("response.output_item.added", map[string]any{"output_index": 1, "item": fcItem("in_progress", "")})
+		for _, frag := range p.tool.argChunks {
+			ok = ok && ev("response.function_call_arguments.delta", map[string]any{"item_id": fcID, "output_index": 1, "delta": frag})
+		}
+		ok = ok && ev("response.function_call_arguments.done", map[string]any{"item_id": fcID, "output_index": 1, "arguments": p.tool.args}) &&
+			ev("response.output_item.done", map[string]any{"output_index": 1, "item": fcItem("completed", p.tool.args)})
+	}
+	_ = ok && ev("response.completed", map[string]any{"response": resp("completed", output, usage)})
 }

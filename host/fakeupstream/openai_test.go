@@ -195,6 +195,27 @@ func TestOpenAIResponses(t *testing.T) {
 	if num(path(jsonOf(t, evs[len(evs)-1].Data), "response", "usage", "output_tokens")) != 3 {
 		t.Fatal("completed event lacks usage")
 	}
+
+	// Function calls: a function_call output item whose arguments stream in fragments.
+	tools := `,"tools":[{"type":"function","name":"lookup","parameters":{}}]`
+	_, _, b = do(t, s, "POST", "/v1/responses", bearer, `{"model":"m","input":"hi"`+tools+`}`)
+	if r := jsonOf(t, string(b)); path(r, "output", 1, "type") != "function_call" || path(r, "output", 1, "name") != "lookup" || path(r, "output", 1, "arguments") != `{"echo":"hello"}` {
+		t.Fatalf("function call output %s", b)
+	}
+	_, _, b = do(t, s, "POST", "/v1/responses", bearer, `{"model":"m","input":"hi","stream":true`+tools+`}`)
+	args, done := "", ""
+	for _, e := range parseSSE(t, b) {
+		m := jsonOf(t, e.Data)
+		switch e.Event {
+		case "response.function_call_arguments.delta":
+			args += str(m["delta"])
+		case "response.function_call_arguments.done":
+			done = str(m["arguments"])
+		}
+	}
+	if args != `{"echo":"hello"}` || done != args {
+		t.Fatalf("streamed arguments %q done %q", args, done)
+	}
 }
 
 func TestOpenAICompletionsAndModels(t *testing.T) {
