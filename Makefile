@@ -58,3 +58,8 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+# Fake upstream providers on 127.0.0.1 for the load benchmark (see cmd/mockupstream).
+.PHONY: mockupstream
+mockupstream:
+	$(GO) build -trimpath -o $(BIN)/mockupstream ./cmd/mockupstream

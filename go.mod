@@ -3,6 +3,7 @@ module github.com/wasmgate/gateway
 go 1.26.0
 
 require (
+	github.com/aws/aws-sdk-go-v2 v1.47.7
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/fasthttp/websocket v1.5.8
 	github.com/go-viper/mapstructure/v2 v2.5.0
@@ -22,6 +23,7 @@ require (
 
 require (
 	github.com/andybalholm/brotli v1.1.0 // indirect
+	github.com/aws/smithy-go v1.28.8 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dgraph-io/ristretto/v2 v2.2.0 // indirect
