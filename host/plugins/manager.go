@@ -324,15 +324,17 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	return nil
 }
 
+// setFailed records a failed load; called with m.mu held.
 func (m *Manager) setFailed(e *Entry, spec Spec, err error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.state, e.errText = StateError, err.Error()
 	if e.gen.Load() != nil {
 		e.errText += " (previous version still serving)"
-		return
+	} else {
+		e.spec = spec
 	}
-	e.spec = spec
+	e.mu.Unlock()
+	m.rebuild()
 }
 
 // Configure reloads the named plugin with a new config (a new generation,

@@ -166,7 +166,7 @@ func TestFailuresAreIsolated(t *testing.T) {
 	logs := &logBuffer{}
 	e := newEngine(t, logs)
 	p := load(t, e, plugins.Spec{Name: "faulty-guest", Runtime: plugins.RuntimeWasm, Source: modules["faulty"], Enabled: true,
-		Config: []byte(`{"tag":"ok"}`), Limits: plugins.Limits{PoolSize: 2, TimeoutMS: 300, MemoryMB: 48}})
+		Config: []byte(`{"tag":"ok"}`), Limits: plugins.Limits{PoolSize: 2, TimeoutMS: 1500, MemoryMB: 48}})
 	ctx := context.Background()
 	for _, c := range cases {
 		t.Run(c.input, func(t *testing.T) {
