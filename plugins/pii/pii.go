@@ -103,7 +103,9 @@ func (g *Guardrail) Configure(raw []byte) error {
 }
 
 // PreRequest checks every string value of the request.
-func (g *Guardrail) PreRequest(req []byte) (pluginsdk.Output, error) { return g.document(req, "request") }
+func (g *Guardrail) PreRequest(req []byte) (pluginsdk.Output, error) {
+	return g.document(req, "request")
+}
 
 // PostResponse checks every string value of the response.
 func (g *Guardrail) PostResponse(resp []byte) (pluginsdk.Output, error) {
