@@ -1,7 +1,7 @@
 package pluginsdk
 
 import (
-	"bytes"
+	"errors"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -241,7 +241,10 @@ func encodeExtra(b []byte, extra map[string]RawJSON) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b = bytes.TrimRight(b, "}")
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, errors.New("pluginsdk: encoded value is not an object")
+	}
+	b = b[:len(b)-1]
 	if len(b) > 1 {
 		b = append(b, ',')
 	}

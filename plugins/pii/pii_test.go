@@ -127,3 +127,26 @@ func TestStreamSplitAcrossChunks(t *testing.T) {
 		t.Fatalf("block in stream: %v", err)
 	}
 }
+
+// BenchmarkNative2KB is the same pre_request as the host benchmark
+// (host/plugins BenchmarkPIIGuardrail2KB) compiled natively: the ratio
+// shows what the wasm code generation costs.
+func BenchmarkNative2KB(b *testing.B) {
+	para := "Our quarterly report covers revenue, churn and the roadmap for the next two releases. " +
+		"Please summarise the key risks and suggest three follow-up actions for the team. "
+	msgs := []map[string]string{
+		{"role": "system", "content": "You are a helpful assistant that answers concisely and cites sources when asked."},
+		{"role": "user", "content": strings.Repeat(para, 6) + "Reach me at jane.doe@example.com."},
+		{"role": "assistant", "content": strings.Repeat(para, 4)},
+		{"role": "user", "content": strings.Repeat(para, 3) + " My number is +1 415 555 0134."},
+	}
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "messages": msgs, "max_tokens": 512, "temperature": 0.2, "stream": false})
+	g := New()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := g.PreRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
