@@ -1,8 +1,8 @@
 package pluginsdk
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 )

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // TB is the subset of testing.TB the helpers need; a TestMain can pass an
@@ -68,7 +69,7 @@ func buildErr(dir string, wasm bool, outDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key, err := contentKey(root, abs, wasm)
+	key, err := contentKey(append([]string{root}, replaceRoots(root)...), abs, wasm)
 	if err != nil {
 		return "", err
 	}
@@ -112,6 +113,7 @@ func buildErr(dir string, wasm bool, outDir string) (string, error) {
 	if err := os.Rename(tmp, out); err != nil {
 		return "", fmt.Errorf("install %s: %w", out, err)
 	}
+	pruneStale(outDir, filepath.Base(abs)+"-", out)
 	return out, nil
 }
 
@@ -142,10 +144,49 @@ func moduleRoot(dir string) (string, error) {
 // contentKey hashes the module's sources. Hashing the whole module is
 // coarser than the package's dependency set, but it needs no `go list` run
 // and a stale module can never be served.
-func contentKey(root, pkg string, wasm bool) (string, error) {
+func contentKey(roots []string, pkg string, wasm bool) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%v\x00", runtime.Version(), pkg, wasm)
 	var files []string
+	for _, root := range roots {
+		if err := collectSources(root, pkg, &files); err != nil {
+			return "", err
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("hash sources: %w", err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// replaceRoots returns the local directories go.mod replaces point to
+// (an example module's "=> ../.."), whose sources it builds with too.
+func replaceRoots(root string) []string {
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, line := range strings.Split(string(b), "\n") {
+		_, target, ok := strings.Cut(line, "=>")
+		if !ok {
+			continue
+		}
+		target = strings.TrimSpace(target)
+		if strings.HasPrefix(target, "./") || strings.HasPrefix(target, "../") {
+			dirs = append(dirs, filepath.Join(root, target))
+		}
+	}
+	return dirs
+}
+
+func collectSources(root, pkg string, files *[]string) error {
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -164,21 +205,31 @@ func contentKey(root, pkg string, wasm bool) (string, error) {
 		}
 		n := d.Name()
 		if strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") || n == "go.mod" || n == "go.sum" {
-			files = append(files, p)
+			*files = append(*files, p)
 		}
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("hash sources: %w", err)
+		return fmt.Errorf("hash sources: %w", err)
 	}
-	sort.Strings(files)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", fmt.Errorf("hash sources: %w", err)
+	return nil
+}
+
+// pruneStale removes builds of the same package superseded more than a day
+// ago, so the cache does not grow with every edit; the delay leaves a
+// concurrently running older test binary its file.
+func pruneStale(dir, prefix, keep string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() || p == keep || !strings.HasPrefix(e.Name(), prefix) {
+			continue
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
-		h.Write(b)
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+			_ = os.Remove(p)
+		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
