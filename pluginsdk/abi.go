@@ -52,6 +52,7 @@ const (
 	StatusPassThrough Status = 3
 )
 
+// String is the status name used in ABI.md.
 func (s Status) String() string {
 	switch s {
 	case StatusOK:
@@ -233,6 +234,7 @@ type Error struct {
 	Message string `json:"message"`
 }
 
+// Error formats as "code: message".
 func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
 
 // Reject builds an *Error with an HTTP status code.

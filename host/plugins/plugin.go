@@ -141,6 +141,7 @@ type Error struct {
 	Err     error
 }
 
+// Error formats as: plugin "name" hook: kind (code): message: cause.
 func (e *Error) Error() string {
 	s := fmt.Sprintf("plugin %q %s: %s", e.Plugin, e.Hook, e.Kind)
 	if e.Kind == KindRejected {
@@ -155,6 +156,7 @@ func (e *Error) Error() string {
 	return s
 }
 
+// Unwrap exposes the runtime cause (a wazero or gRPC error).
 func (e *Error) Unwrap() error { return e.Err }
 
 // Failure reports whether the error is a runtime failure rather than the

@@ -19,6 +19,7 @@ const (
 var kindNames = [...]string{"email", "phone", "card"}
 var kindTokens = [...]string{"[REDACTED_EMAIL]", "[REDACTED_PHONE]", "[REDACTED_CARD]"}
 
+// String is the config name of the kind.
 func (k Kind) String() string { return kindNames[k] }
 
 // span is a detected PII occurrence [start,end) in the scanned slice.
