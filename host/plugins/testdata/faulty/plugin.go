@@ -50,7 +50,7 @@ func (f *faulty) PreRequest(req []byte) (pluginsdk.Output, error) {
 		}
 	case "oom":
 		for {
-			sink = append(sink, make([]byte, 1<<20))
+			sink = append(sink, make([]byte, 16<<20))
 		}
 	case "exit":
 		os.Exit(3)
