@@ -42,6 +42,11 @@ type Plugin struct {
 	pool chan *instance
 	size int
 	seq  atomic.Uint64
+	// recycleBytes: an instance whose linear memory grew past this is
+	// replaced after its call. Guest memory never shrinks, so one huge
+	// request would otherwise pin its peak for the instance's lifetime.
+	recycleBytes uint32
+	recycled     atomic.Uint64
 
 	mu       sync.Mutex // guards closed with replacing.Add
 	closed   atomic.Bool
@@ -89,6 +94,11 @@ func newPlugin(ctx context.Context, e *Engine, rt wazero.Runtime, spec plugins.S
 	if p.maxInput <= 0 {
 		p.maxInput = DefaultMaxInputBytes
 	}
+	memMB := spec.Limits.MemoryMB
+	if memMB <= 0 {
+		memMB = DefaultMemoryMB
+	}
+	p.recycleBytes = uint32(memMB) << 20 / 4 * 3
 	if len(p.config) == 0 {
 		p.config = []byte("null")
 	}
@@ -300,9 +310,18 @@ func (p *Plugin) Invoke(ctx context.Context, hook pluginsdk.Hook, in plugins.Inp
 		p.replace(inst)
 		return out, err
 	}
+	if inst.mem.Size() > p.recycleBytes {
+		p.recycled.Add(1)
+		p.replace(inst)
+		return out, nil
+	}
 	p.pool <- inst
 	return out, nil
 }
+
+// Recycled counts instances replaced because their memory grew past 3/4
+// of the limit.
+func (p *Plugin) Recycled() uint64 { return p.recycled.Load() }
 
 func (p *Plugin) callContext(ctx context.Context, inst *instance) (context.Context, context.CancelFunc) {
 	ctx = context.WithValue(ctx, instanceKey{}, inst)

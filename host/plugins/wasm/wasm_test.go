@@ -265,3 +265,25 @@ func TestCompilationCacheDirIsPrivate(t *testing.T) {
 		t.Fatalf("cache dir mode %v %v", st.Mode().Perm(), err)
 	}
 }
+
+// An instance whose memory grew past 3/4 of the limit is replaced after
+// its call, so a single huge request does not pin memory forever.
+func TestRecycleAfterMemoryGrowth(t *testing.T) {
+	e := newEngine(t, nil)
+	p := load(t, e, plugins.Spec{Name: "grow", Runtime: plugins.RuntimeWasm, Source: modules["faulty"], Enabled: true,
+		Limits: plugins.Limits{PoolSize: 1, MemoryMB: 40, MaxInputBytes: 16 << 20, TimeoutMS: 10000}})
+	ctx := context.Background()
+	out, err := p.PreRequest(ctx, bytes.Repeat([]byte("z"), 12<<20))
+	if err != nil || len(out.Body) != 12<<20+1 {
+		t.Fatalf("big call: %v", err)
+	}
+	if p.Recycled() != 1 {
+		t.Fatalf("recycled = %d", p.Recycled())
+	}
+	if _, err := p.PreRequest(ctx, []byte("small")); err != nil {
+		t.Fatal(err)
+	}
+	if m := p.InstanceMemoryBytes(); m > 24<<20 {
+		t.Fatalf("fresh instance already holds %d bytes", m)
+	}
+}
