@@ -344,3 +344,30 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// ForEachMessageText calls fn with the content span of every text in a
+// chat request's top-level "messages": a string "content", or the "text"
+// of each content part. Other fields (tool schemas, ids) are not visited,
+// for plugins that must only look at what users and models wrote.
+func ForEachMessageText(b []byte, fn func(start, end int)) bool {
+	ms, _, ok := Field(b, "messages")
+	if !ok {
+		return false
+	}
+	return ForEachElement(b, ms, func(s, _ int) {
+		cs, ce, ok := ObjectField(b, s, "content")
+		if !ok {
+			return
+		}
+		switch b[cs] {
+		case '"':
+			fn(cs+1, ce-1)
+		case '[':
+			ForEachElement(b, cs, func(ps, _ int) {
+				if ts, te, ok := ObjectField(b, ps, "text"); ok && b[ts] == '"' {
+					fn(ts+1, te-1)
+				}
+			})
+		}
+	})
+}

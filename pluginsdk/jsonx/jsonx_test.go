@@ -78,3 +78,14 @@ func FuzzWalkStrings(f *testing.F) {
 		_, _, _ = Field(b, "model")
 	})
 }
+
+func TestForEachMessageText(t *testing.T) {
+	doc := []byte(`{"model":"m","tools":[{"description":"skip me"}],"messages":[{"role":"system","content":"a"},{"role":"user","content":[{"type":"text","text":"b"},{"type":"image_url","image_url":{"url":"x"}}]},{"role":"assistant","content":null}]}`)
+	var got []string
+	if !ForEachMessageText(doc, func(s, e int) { got = append(got, string(doc[s:e])) }) {
+		t.Fatal("walk failed")
+	}
+	if len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -294,11 +294,9 @@ func (p *Plugin) Invoke(ctx context.Context, hook pluginsdk.Hook, in plugins.Inp
 		return pluginsdk.Output{}, p.fail(hook, plugins.KindInputTooLarge,
 			fmt.Sprintf("input is %d bytes, limit is %d", size, p.maxInput), nil)
 	}
-	var inst *instance
-	select {
-	case inst = <-p.pool:
-	case <-ctx.Done():
-		return pluginsdk.Output{}, p.fail(hook, plugins.KindTimeout, "waiting for a free instance", ctx.Err())
+	inst, err := p.acquire(ctx, hook)
+	if err != nil {
+		return pluginsdk.Output{}, err
 	}
 	out, err := p.run(ctx, inst, hook, in)
 	if err != nil {
@@ -322,6 +320,28 @@ func (p *Plugin) Invoke(ctx context.Context, hook pluginsdk.Hook, in plugins.Inp
 // Recycled counts instances replaced because their memory grew past 3/4
 // of the limit.
 func (p *Plugin) Recycled() uint64 { return p.recycled.Load() }
+
+// acquire takes an idle instance. The wait is bounded even when the caller
+// set no deadline: if every instance is dead and replacements keep failing,
+// a request must get an error, never hang.
+func (p *Plugin) acquire(ctx context.Context, hook pluginsdk.Hook) (*instance, error) {
+	select {
+	case inst := <-p.pool:
+		return inst, nil
+	default:
+	}
+	wait := max(10*p.timeout, 2*time.Second)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case inst := <-p.pool:
+		return inst, nil
+	case <-ctx.Done():
+		return nil, p.fail(hook, plugins.KindTimeout, "waiting for a free instance", ctx.Err())
+	case <-t.C:
+		return nil, p.fail(hook, plugins.KindUnavailable, fmt.Sprintf("no instance became free within %s", wait), nil)
+	}
+}
 
 func (p *Plugin) callContext(ctx context.Context, inst *instance) (context.Context, context.CancelFunc) {
 	ctx = context.WithValue(ctx, instanceKey{}, inst)

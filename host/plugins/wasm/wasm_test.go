@@ -165,8 +165,14 @@ func TestFailuresAreIsolated(t *testing.T) {
 	}
 	logs := &logBuffer{}
 	e := newEngine(t, logs)
-	p := load(t, e, plugins.Spec{Name: "faulty-guest", Runtime: plugins.RuntimeWasm, Source: modules["faulty"], Enabled: true,
-		Config: []byte(`{"tag":"ok"}`), Limits: plugins.Limits{PoolSize: 2, TimeoutMS: 1500, MemoryMB: 48}})
+	// Through the Manager, so the status is checked as the API shows it.
+	m := plugins.NewManager(plugins.ManagerOptions{Loaders: map[plugins.Runtime]plugins.Loader{plugins.RuntimeWasm: e}})
+	t.Cleanup(func() { _ = m.Close() })
+	if err := m.Apply(context.Background(), plugins.Spec{Name: "faulty-guest", Runtime: plugins.RuntimeWasm, Source: modules["faulty"], Enabled: true,
+		Config: []byte(`{"tag":"ok"}`), Limits: plugins.Limits{PoolSize: 2, TimeoutMS: 1500, MemoryMB: 48}}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m.Entry("faulty-guest")
 	ctx := context.Background()
 	for _, c := range cases {
 		t.Run(c.input, func(t *testing.T) {
@@ -181,6 +187,10 @@ func TestFailuresAreIsolated(t *testing.T) {
 			}
 			if d := time.Since(start); d > 5*time.Second {
 				t.Fatalf("failure took %s", d)
+			}
+			st, _ := m.Get("faulty-guest")
+			if st.State != plugins.StateLoaded || !strings.Contains(st.Error, string(c.kind)) || !strings.Contains(st.LastError, "faulty-guest") {
+				t.Fatalf("status does not show the failure: %+v", st)
 			}
 			// The pool keeps serving while the dead instance is replaced.
 			for i := 0; i < 10; i++ {
