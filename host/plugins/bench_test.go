@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 
@@ -34,21 +32,6 @@ func benchModules(b *testing.B) {
 		benchBins.noopBin = plugintest.BuildBinary(b, "testdata/noop")
 		benchBins.piiBin = plugintest.BuildBinary(b, "../../plugins/pii")
 	})
-}
-
-// chatRequest2KB is a realistic chat request of about 2 KB with two PII
-// items, so the guardrail does its full scan and one redaction pass.
-func chatRequest2KB() []byte {
-	para := "Our quarterly report covers revenue, churn and the roadmap for the next two releases. " +
-		"Please summarise the key risks and suggest three follow-up actions for the team. "
-	msgs := []map[string]string{
-		{"role": "system", "content": "You are a helpful assistant that answers concisely and cites sources when asked."},
-		{"role": "user", "content": strings.Repeat(para, 6) + "Reach me at jane.doe@example.com."},
-		{"role": "assistant", "content": strings.Repeat(para, 4)},
-		{"role": "user", "content": strings.Repeat(para, 3) + " My number is +1 415 555 0134."},
-	}
-	b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "messages": msgs, "max_tokens": 512, "temperature": 0.2, "stream": false})
-	return b[:min(len(b), 2200)-0]
 }
 
 func pin(b *testing.B, path string) string {
@@ -119,7 +102,7 @@ func runHook(b *testing.B, p plugins.Plugin, body []byte) {
 // BenchmarkNoopHook is the bare cost of calling a hook that does nothing.
 func BenchmarkNoopHook(b *testing.B) {
 	benchModules(b)
-	body := chatRequest2KB()
+	body := plugintest.ChatRequest2KB()
 	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
 			path := benchBins.noopWasm
@@ -135,7 +118,7 @@ func BenchmarkNoopHook(b *testing.B) {
 // chat request containing an email and a phone number.
 func BenchmarkPIIGuardrail2KB(b *testing.B) {
 	benchModules(b)
-	body := chatRequest2KB()
+	body := plugintest.ChatRequest2KB()
 	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
 			path := benchBins.piiWasm
@@ -179,7 +162,7 @@ func BenchmarkInstanceStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := p.PreRequest(context.Background(), chatRequest2KB()); err != nil {
+		if _, err := p.PreRequest(context.Background(), plugintest.ChatRequest2KB()); err != nil {
 			b.Fatal(err)
 		}
 		mem = p.InstanceMemoryBytes()
