@@ -180,7 +180,7 @@ func (g *Guardrail) StreamBatch(in pluginsdk.StreamInput) (pluginsdk.Output, err
 			if len(t.text) == 0 {
 				continue
 			}
-			if err := g.emit(t.text, true); err != nil {
+			if err := g.emit(t.text); err != nil {
 				return pluginsdk.Output{}, err
 			}
 			if n > 0 {
@@ -199,7 +199,7 @@ func (g *Guardrail) StreamBatch(in pluginsdk.StreamInput) (pluginsdk.Output, err
 
 // chunk rewrites one chunk's choice contents into g.out.
 func (g *Guardrail) chunk(c []byte, end bool) error {
-	cs, ce, ok := jsonx.Field(c, "choices")
+	cs, _, ok := jsonx.Field(c, "choices")
 	if !ok {
 		g.out = append(g.out, c...)
 		return nil
@@ -239,7 +239,7 @@ func (g *Guardrail) chunk(c []byte, end bool) error {
 			cut = safeCut(g.text, g.holdBack)
 		}
 		t.text = append(t.text[:0], g.text[cut:]...)
-		if err = g.emit(g.text[:cut], finishing); err != nil {
+		if err = g.emit(g.text[:cut]); err != nil {
 			return
 		}
 		if hasContent {
@@ -261,13 +261,12 @@ func (g *Guardrail) chunk(c []byte, end bool) error {
 			cursor = at
 		}
 	})
-	_ = ce
 	g.out = append(g.out, c[cursor:]...)
 	return err
 }
 
 // emit scans text and leaves the (redacted) result in g.red.
-func (g *Guardrail) emit(text []byte, _ bool) error {
+func (g *Guardrail) emit(text []byte) error {
 	g.det.spans = g.det.spans[:0]
 	g.det.scan(text, 0)
 	if len(g.det.spans) > 0 && g.block {

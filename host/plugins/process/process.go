@@ -82,7 +82,6 @@ type Plugin struct {
 	ready    chan struct{} // closed when a restart finished (or gave up)
 	backoff  time.Duration
 	closed   bool
-	restarts int
 }
 
 type proc struct {
@@ -188,13 +187,6 @@ func (p *Plugin) start(ctx context.Context, first bool) (*proc, error) {
 // Manifest is the describe result read at load.
 func (p *Plugin) Manifest() pluginsdk.Manifest { return p.manifest }
 
-// Restarts counts restarts after crashes or hangs.
-func (p *Plugin) Restarts() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.restarts
-}
-
 func (p *Plugin) fail(hook pluginsdk.Hook, kind plugins.ErrorKind, msg string, err error) *plugins.Error {
 	return &plugins.Error{Plugin: p.name, Hook: hook.String(), Kind: kind, Message: msg, Err: err}
 }
@@ -262,7 +254,6 @@ func (p *Plugin) restart(ready chan struct{}, delay time.Duration) {
 				return
 			}
 			p.cur = pr
-			p.restarts++
 			p.mu.Unlock()
 			return
 		}
