@@ -77,11 +77,11 @@ type Plugin struct {
 	manifest pluginsdk.Manifest
 	impl     [16]bool
 
-	mu       sync.Mutex
-	cur      *proc
-	ready    chan struct{} // closed when a restart finished (or gave up)
-	backoff  time.Duration
-	closed   bool
+	mu      sync.Mutex
+	cur     *proc
+	ready   chan struct{} // closed when a restart finished (or gave up)
+	backoff time.Duration
+	closed  bool
 }
 
 type proc struct {
