@@ -193,6 +193,8 @@ type UpstreamRequest struct {
 	Body       RawJSON `json:"body,omitempty"`
 	BodyBase64 string  `json:"body_base64,omitempty"`
 	Stream     bool    `json:"stream,omitempty"`
+	// Framing of a streamed answer: "sse" (default) or "aws-eventstream".
+	Framing string `json:"framing,omitempty"`
 }
 
 // UpstreamResponse is the input of adapt_response.

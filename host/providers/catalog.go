@@ -106,7 +106,7 @@ var catalog = []Info{
 	{ID: "deepseek", Family: FamilyOpenAI, DefaultBaseURL: "https://api.deepseek.com/v1", Auth: AuthBearer},
 	{ID: "fireworks", Family: FamilyOpenAI, DefaultBaseURL: "https://api.fireworks.ai/inference/v1", Auth: AuthBearer},
 	{ID: "together", Family: FamilyOpenAI, DefaultBaseURL: "https://api.together.xyz/v1", Auth: AuthBearer},
-	{ID: "huggingface", Family: FamilyHuggingFace, DefaultBaseURL: "https://router.huggingface.co/v1", Auth: AuthBearer},
+	{ID: "huggingface", Family: FamilyOpenAI, DefaultBaseURL: "https://router.huggingface.co/v1", Auth: AuthBearer},
 	{ID: "replicate", Family: FamilyReplicate, DefaultBaseURL: "https://api.replicate.com/v1", Auth: AuthBearer, KeyConfig: KeyConfigReplicate},
 	{ID: "elevenlabs", Family: FamilyElevenLabs, DefaultBaseURL: "https://api.elevenlabs.io/v1", Auth: AuthXIAPIKey},
 	{ID: "nebius", Family: FamilyOpenAI, DefaultBaseURL: "https://api.studio.nebius.com/v1", Auth: AuthBearer},

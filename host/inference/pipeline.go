@@ -1,0 +1,356 @@
+package inference
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/providers"
+	"github.com/wasmgate/gateway/host/routing"
+	"github.com/wasmgate/gateway/host/sse"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
+)
+
+// call is one client request on its way through the plan.
+type call struct {
+	reqType string
+	path    string // OpenAI-wire resource path, e.g. /chat/completions
+	p       *parsed
+	out     Outcome
+	primary routing.Target
+}
+
+// attemptResult is a successful upstream exchange not yet sent to the client.
+type attemptResult struct {
+	resp        *http.Response
+	cancel      context.CancelFunc
+	adapter     Adapter
+	passthrough bool
+	target      routing.Target
+	resolved    string
+	keyID       string
+	framing     string
+	// For streams: events already read while checking the stream opens
+	// without an error, and the reader to continue with.
+	pending [][]byte
+	reader  *eventReader
+	state   []byte
+}
+
+// attemptError is a failed attempt: the envelope to report, and whether
+// the same target may be retried.
+type attemptError struct {
+	err        *apierr.Error
+	retryable  bool
+	retryAfter time.Duration
+}
+
+func (s *Service) handle(reqType, path string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p, aerr := parseRequest(c.Body())
+		if aerr != nil {
+			return aerr
+		}
+		cl := &call{reqType: reqType, path: path, p: p, primary: p.plan.Targets[0]}
+		cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(), Route: c.Path(),
+			RequestType: reqType, Model: p.model, Stream: p.stream}
+		return s.execute(c, cl)
+	}
+}
+
+// execute walks the plan: each target is tried (with its retries) until one
+// answers; a failure that would fail everywhere (bad request) stops early.
+func (s *Service) execute(c *fiber.Ctx, cl *call) error {
+	var last *apierr.Error
+	for i, tgt := range cl.p.plan.Targets {
+		res, aerr := s.tryTarget(c.UserContext(), cl, tgt, i)
+		if aerr == nil {
+			cl.out.IsFallback, cl.out.FallbackIndex = i > 0, i
+			return s.respond(c, cl, res)
+		}
+		last = aerr
+		cl.out.Provider, cl.out.ResolvedModel = tgt.Provider, tgt.Model
+		if !routing.FallbackWorthy(aerr.StatusCode) {
+			break
+		}
+	}
+	s.finishError(cl, last)
+	return last
+}
+
+// tryTarget runs the attempts against one provider/model: pick a key, build
+// and send the request, retry retryable failures with backoff.
+func (s *Service) tryTarget(ctx context.Context, cl *call, tgt routing.Target, index int) (*attemptResult, *apierr.Error) {
+	prov, ok := s.o.Providers.Provider(tgt.Provider)
+	if !ok {
+		if _, known := providers.Lookup(tgt.Provider); !known {
+			return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "unknown_provider",
+				fmt.Sprintf("unknown provider %q in model %q", tgt.Provider, tgt.String())).WithParam("model"))
+		}
+		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusNotFound, apierr.TypeNotFound, "provider_not_configured",
+			fmt.Sprintf("provider %q is not configured: add it with POST /api/providers", tgt.Provider)))
+	}
+	info, _ := providers.Lookup(tgt.Provider)
+	adapter, ok := s.o.Adapters.Adapter(string(info.Family))
+	if !ok {
+		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "no_adapter",
+			fmt.Sprintf("no provider adapter for wire family %q is loaded; install one through /api/plugins", info.Family)))
+	}
+	passthrough := adapter.Passthrough()
+	if !passthrough && !adapter.Supports(cl.reqType) {
+		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "unsupported_request_type",
+			fmt.Sprintf("provider %q does not support %s requests", tgt.Provider, cl.reqType)))
+	}
+	keys := routingKeys(prov.Keys)
+	policy := routing.RetryPolicy{
+		MaxRetries: prov.NetworkConfig.MaxRetries,
+		Initial:    time.Duration(prov.NetworkConfig.RetryBackoffInitialMS) * time.Millisecond,
+		Max:        time.Duration(prov.NetworkConfig.RetryBackoffMaxMS) * time.Millisecond,
+	}
+	timeout := time.Duration(prov.NetworkConfig.DefaultRequestTimeoutInSeconds) * time.Second
+	proxyPW, err := s.o.Providers.ResolveProxyPassword(ctx, prov)
+	if err != nil {
+		return nil, s.routeErr(cl, tgt, index, apierr.Internal(err))
+	}
+	tr, err := s.transports.get(&prov, proxyPW)
+	if err != nil {
+		return nil, s.routeErr(cl, tgt, index, apierr.Internal(err))
+	}
+	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	exclude := map[string]bool{}
+	var last *attemptError
+	for attempt := 0; attempt <= policy.MaxRetries; attempt++ {
+		if attempt > 0 {
+			cl.out.Retries++
+			if err := sleepCtx(ctx, policy.Backoff(attempt, last.retryAfter, nil)); err != nil {
+				break
+			}
+		}
+		key, err := routing.SelectKey(keys, tgt.Model, exclude, nil)
+		if errors.Is(err, routing.ErrNoKey) && len(exclude) > 0 {
+			// Every key was tried: start over rather than give up early.
+			clear(exclude)
+			key, err = routing.SelectKey(keys, tgt.Model, exclude, nil)
+		}
+		if err != nil {
+			return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusNotFound, apierr.TypeNotFound, "no_key_for_model",
+				fmt.Sprintf("no enabled key of provider %q allows model %q", tgt.Provider, tgt.Model)))
+		}
+		res, aerr := s.attempt(ctx, cl, tgt, prov, info, adapter, client, timeout, key)
+		if aerr == nil {
+			return res, nil
+		}
+		last = aerr
+		s.routeErr(cl, tgt, index, aerr.err)
+		if !aerr.retryable {
+			break
+		}
+		// Prefer another key on retry: its limits and health are separate.
+		exclude[key.ID] = true
+	}
+	return nil, last.err
+}
+
+func routingKeys(ks []providers.Key) []routing.Key {
+	out := make([]routing.Key, len(ks))
+	for i, k := range ks {
+		out[i] = routing.Key{ID: k.ID, Weight: k.Weight, Enabled: k.Enabled, Models: k.Models,
+			BlacklistedModels: k.BlacklistedModels, Aliases: k.Aliases}
+	}
+	return out
+}
+
+// routeErr fills the routing part of extra_fields on an error.
+func (s *Service) routeErr(cl *call, tgt routing.Target, index int, e *apierr.Error) *apierr.Error {
+	if e.ExtraFields == nil {
+		e.ExtraFields = &apierr.ExtraFields{}
+	}
+	x := e.ExtraFields
+	x.Provider, x.ModelRequested, x.RequestType = tgt.Provider, cl.p.model, cl.reqType
+	if x.RoutingInfo == nil {
+		x.RoutingInfo = &apierr.RoutingInfo{}
+	}
+	ri := x.RoutingInfo
+	ri.Provider, ri.Model, ri.IsFallback = tgt.Provider, tgt.Model, index > 0
+	ri.PrimaryProvider, ri.PrimaryModel = cl.primary.Provider, cl.primary.Model
+	ri.RequestedProvider, ri.RequestedModel = cl.primary.Provider, cl.primary.Model
+	return e
+}
+
+// attempt sends one request with one key.
+func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, prov providers.Provider, info providers.Info,
+	adapter Adapter, client *http.Client, timeout time.Duration, key *routing.Key) (*attemptResult, *attemptError) {
+	pk, _ := s.o.Providers.Key(tgt.Provider, key.ID)
+	cred, err := s.creds.get(ctx, s.o.Providers, info, pk)
+	if err != nil {
+		return nil, &attemptError{err: apierr.New(http.StatusInternalServerError, apierr.TypeInternal, "key_unresolved",
+			fmt.Sprintf("provider %q key %q could not be used: %v", tgt.Provider, pk.Name, err))}
+	}
+	resolved := key.Resolve(tgt.Model)
+	if vl := cred.key.VLLM; vl != nil && vl.ModelName != "" && resolved == "" {
+		resolved = vl.ModelName
+	}
+	baseURL := cred.key.BaseURL
+
+	var spec *UpstreamRequest
+	passthrough := adapter.Passthrough() && (cl.reqType == TypeChat || cl.reqType == TypeCompletion ||
+		cl.reqType == TypeResponses || cl.reqType == TypeEmbedding)
+	if passthrough {
+		body, ok := jsonx.SetStringField(cl.p.body, "model", resolved)
+		if !ok {
+			return nil, &attemptError{err: apierr.BadRequest("invalid_json", "", "request body is not valid JSON")}
+		}
+		spec = &UpstreamRequest{Method: http.MethodPost, Path: cl.path, Body: body, Stream: cl.p.stream}
+	} else {
+		in := &AdaptRequestInput{RequestType: cl.reqType, Provider: tgt.Provider, Model: resolved, Stream: cl.p.stream,
+			BaseURL: baseURL, KeyConfig: cred.keyConfig, Body: cl.p.body}
+		spec, err = adapter.AdaptRequest(ctx, in)
+		if err != nil {
+			return nil, &attemptError{err: adapterError(adapter, "adapt_request", err)}
+		}
+	}
+	req, err := buildHTTPRequest(ctx, spec, baseURL, prov.NetworkConfig.ExtraHeaders)
+	if err != nil {
+		return nil, &attemptError{err: apierr.New(http.StatusBadGateway, apierr.TypePlugin, "bad_upstream_spec",
+			fmt.Sprintf("adapter %s built an unusable upstream request: %v", adapter.Name(), err))}
+	}
+	if err := cred.auth.Apply(ctx, req); err != nil {
+		return nil, &attemptError{retryable: true, err: apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_auth_failed",
+			fmt.Sprintf("could not authenticate to provider %q: %v", tgt.Provider, err))}
+	}
+	actx, cancel := context.WithCancel(ctx)
+	req = req.WithContext(actx)
+	// The timeout bounds the wait for the answer to start; a stream may then
+	// run as long as it keeps sending.
+	timer := time.AfterFunc(timeout, cancel)
+	resp, err := client.Do(req)
+	if err != nil {
+		timer.Stop()
+		cancel()
+		code, msg := http.StatusBadGateway, fmt.Sprintf("provider %q unreachable: %v", tgt.Provider, errText(err))
+		if actx.Err() != nil && ctx.Err() == nil {
+			code, msg = http.StatusGatewayTimeout, fmt.Sprintf("provider %q did not answer within %s", tgt.Provider, timeout)
+		}
+		return nil, &attemptError{retryable: true, err: apierr.New(code, apierr.TypeUpstream, "upstream_unreachable", msg)}
+	}
+	res := &attemptResult{resp: resp, cancel: func() { timer.Stop(); cancel() }, adapter: adapter, passthrough: passthrough,
+		target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing}
+	if resp.StatusCode >= 300 {
+		defer res.cancel()
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		e := apierr.New(resp.StatusCode, apierr.TypeUpstream, "upstream_error",
+			fmt.Sprintf("provider %q answered %d: %s", tgt.Provider, resp.StatusCode, upstreamMessage(resp.StatusCode, body)))
+		e.IsGatewayError = false
+		if resp.StatusCode < 400 {
+			e.StatusCode = http.StatusBadGateway
+		}
+		var raw any
+		if json.Unmarshal(body, &raw) == nil {
+			e.WithExtra(&apierr.ExtraFields{RawResponse: raw})
+		}
+		ra := routing.ParseRetryAfter(resp.Header, time.Now())
+		if ra > 0 {
+			ms := ra.Milliseconds()
+			if e.ExtraFields == nil {
+				e.ExtraFields = &apierr.ExtraFields{}
+			}
+			e.ExtraFields.RetryAfterMS = &ms
+		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			_ = s.o.Providers.SetKeyStatus(context.WithoutCancel(ctx), tgt.Provider, key.ID, "auth_failed", e.Detail.Message)
+		}
+		return nil, &attemptError{err: e, retryable: routing.Retryable(resp.StatusCode), retryAfter: ra}
+	}
+	if cl.p.stream && spec.Stream {
+		timer.Stop() // the stream is open; from here the client's pace rules
+		if aerr := s.openStream(ctx, res); aerr != nil {
+			res.cancel()
+			resp.Body.Close()
+			return nil, aerr
+		}
+	}
+	return res, nil
+}
+
+func errText(err error) string {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner.Error()
+		}
+	}
+	return err.Error()
+}
+
+// adapterError reports a plugin failure or rejection with the plugin named.
+func adapterError(a Adapter, hook string, err error) *apierr.Error {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var pe interface{ PluginStatus() int }
+	status := http.StatusBadGateway
+	if errors.As(err, &pe) && pe.PluginStatus() >= 400 {
+		status = pe.PluginStatus()
+	}
+	return apierr.New(status, apierr.TypePlugin, "adapter_error",
+		fmt.Sprintf("provider adapter %s failed in %s: %v", a.Name(), hook, err))
+}
+
+// buildHTTPRequest turns an adapter's spec into an *http.Request.
+func buildHTTPRequest(ctx context.Context, spec *UpstreamRequest, baseURL string, extra map[string]string) (*http.Request, error) {
+	target := spec.URL
+	if target == "" {
+		if baseURL == "" {
+			return nil, errors.New("no base URL: set network_config.base_url or the key's url")
+		}
+		target = strings.TrimRight(baseURL, "/") + spec.Path
+	}
+	var body []byte
+	switch {
+	case spec.BodyBase64 != "":
+		return nil, errors.New("body_base64 is not supported yet")
+	case len(spec.Body) > 0:
+		body = spec.Body
+	}
+	method := spec.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("User-Agent", "wasmgate/1")
+	for k, v := range extra {
+		req.Header.Set(k, v)
+	}
+	for k, v := range spec.Headers {
+		req.Header.Set(k, v)
+	}
+	if spec.Stream && req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	return req, nil
+}
+
+// unused guard so sse stays imported when only streams use it.
+var _ = sse.AppendEvent

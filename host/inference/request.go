@@ -1,0 +1,145 @@
+package inference
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/routing"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
+)
+
+// parsed is what the host reads from a unified request body without
+// decoding it: the model, whether it streams, and the fallback list.
+type parsed struct {
+	model     string
+	stream    bool
+	plan      routing.Plan
+	body      []byte // the body sent on, with gateway-only fields removed
+	wantUsage bool   // stream_options.include_usage
+}
+
+// gatewayFields are request fields the gateway consumes; upstreams would
+// reject them as unknown parameters.
+var gatewayFields = []string{"fallbacks"}
+
+// parseRequest extracts routing facts from body by scanning bytes; only a
+// request carrying fallbacks is decoded, to remove them.
+func parseRequest(body []byte) (*parsed, *apierr.Error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, apierr.BadRequest("empty_body", "", "request body is empty; a JSON object is required")
+	}
+	if trimmed[0] != '{' {
+		return nil, apierr.BadRequest("invalid_json", "", "request body must be a JSON object")
+	}
+	raw, ok := jsonx.StringField(body, "model")
+	if !ok {
+		if _, _, present := jsonx.Field(body, "model"); present {
+			return nil, apierr.BadRequest("invalid_type", "model", `field "model" must be a string "<provider>/<model>"`)
+		}
+		if !json.Valid(body) {
+			return nil, apierr.BadRequest("invalid_json", "", "request body is not valid JSON")
+		}
+		return nil, apierr.BadRequest("missing_field", "model", `field "model" is required, as "<provider>/<model>"`)
+	}
+	p := &parsed{model: unescape(raw), body: body}
+	if s, e, present := jsonx.Field(body, "stream"); present {
+		v := string(body[s:e])
+		switch v {
+		case "true":
+			p.stream = true
+		case "false", "null":
+		default:
+			return nil, apierr.BadRequest("invalid_type", "stream", `field "stream" must be a boolean`)
+		}
+	}
+	if s, _, present := jsonx.Field(body, "stream_options"); present {
+		if v, ok := jsonx.BoolField(body[s:], "include_usage"); ok && v {
+			p.wantUsage = true
+		}
+	}
+	var fallbacks []string
+	if s, e, present := jsonx.Field(body, "fallbacks"); present {
+		if err := json.Unmarshal(body[s:e], &fallbacks); err != nil {
+			return nil, apierr.BadRequest("invalid_type", "fallbacks", `field "fallbacks" must be an array of "<provider>/<model>" strings`)
+		}
+		stripped, err := removeFields(body, gatewayFields)
+		if err != nil {
+			return nil, apierr.BadRequest("invalid_json", "", "request body is not valid JSON: "+err.Error())
+		}
+		p.body = stripped
+	}
+	plan, err := routing.NewPlan(p.model, fallbacks)
+	if err != nil {
+		param := "model"
+		if strings.HasPrefix(err.Error(), "fallbacks[") {
+			param = "fallbacks"
+		}
+		return nil, apierr.BadRequest("invalid_model", param, err.Error())
+	}
+	p.plan = plan
+	return p, nil
+}
+
+// unescape decodes a JSON string's raw content (rare escapes in model names).
+func unescape(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var s string
+	q := append(append([]byte{'"'}, raw...), '"')
+	if json.Unmarshal(q, &s) != nil {
+		return string(raw)
+	}
+	return s
+}
+
+// removeFields decodes the top level only, so nested values keep their bytes.
+func removeFields(body []byte, names []string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		delete(m, n)
+	}
+	return json.Marshal(m)
+}
+
+// upstreamMessage pulls a human-readable message out of an upstream error
+// body, whatever the family's envelope looks like.
+func upstreamMessage(status int, body []byte) string {
+	for _, path := range [][]string{{"error", "message"}, {"message"}, {"error"}, {"detail"}, {"Message"}} {
+		cur := body
+		ok := true
+		for i, k := range path {
+			s, e, found := jsonx.Field(cur, k)
+			if !found {
+				ok = false
+				break
+			}
+			cur = cur[s:e]
+			if i == len(path)-1 {
+				var str string
+				if json.Unmarshal(cur, &str) == nil && str != "" {
+					return str
+				}
+				ok = false
+			}
+		}
+		if ok {
+			break
+		}
+	}
+	txt := strings.TrimSpace(string(body))
+	if len(txt) > 300 {
+		txt = txt[:300] + "..."
+	}
+	if txt == "" {
+		txt = http.StatusText(status)
+	}
+	return txt
+}

@@ -1,0 +1,67 @@
+// Package inference serves the unified /v1 API: it reads the routing facts
+// of a request, walks the plan of targets (primary, then fallbacks), picks a
+// key per attempt, has the provider family's adapter build the upstream
+// request (or passes OpenAI-wire bytes through untouched), sends it with a
+// pooled client, retries with backoff, and answers in the unified format,
+// streaming as the upstream streams.
+package inference
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/wasmgate/gateway/host/providers"
+)
+
+// Options configures the Service.
+type Options struct {
+	Providers *providers.Service
+	Adapters  AdapterSource
+	Log       *slog.Logger
+	Recorder  Recorder
+	// MaxResponseBytes caps a non-streamed upstream body held in memory.
+	MaxResponseBytes int
+	// StreamBatchMax caps events handed to an adapter in one call.
+	StreamBatchMax int
+}
+
+// Service is the inference capability.
+type Service struct {
+	o          Options
+	log        *slog.Logger
+	creds      credentialCache
+	transports transportCache
+	now        func() time.Time
+}
+
+// New builds the service.
+func New(o Options) *Service {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = 64 << 20
+	}
+	if o.StreamBatchMax <= 0 {
+		o.StreamBatchMax = 64
+	}
+	return &Service{o: o, log: o.Log, now: time.Now}
+}
+
+// Routes mounts the unified API on app.
+func (s *Service) Routes(app fiber.Router) {
+	app.Post("/v1/chat/completions", s.handle(TypeChat, "/chat/completions"))
+	app.Post("/v1/completions", s.handle(TypeCompletion, "/completions"))
+	app.Post("/v1/responses", s.handle(TypeResponses, "/responses"))
+	app.Post("/v1/embeddings", s.handle(TypeEmbedding, "/embeddings"))
+	app.Get("/v1/models", s.listModels)
+}
+
+// Close releases pooled connections.
+func (s *Service) Close() error {
+	s.transports.closeAll()
+	return nil
+}
+

@@ -1,0 +1,97 @@
+package inference
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/wasmgate/gateway/host/providers"
+)
+
+// transportCache keeps one pooled transport per provider network setup, so
+// connections are reused across requests and a proxy or timeout change
+// takes effect with a fresh pool.
+type transportCache struct {
+	mu sync.Mutex
+	m  map[string]*http.Transport
+}
+
+func (t *transportCache) get(p *providers.Provider, proxyPassword string) (*http.Transport, error) {
+	pc := p.ProxyConfig
+	connect := time.Duration(p.NetworkConfig.ConnectTimeoutInSeconds) * time.Second
+	if connect <= 0 {
+		connect = 10 * time.Second
+	}
+	id := fmt.Sprintf("%s|%s|%s|%s|%s|%s", p.Name, pc.Type, pc.URL, pc.Username, proxyPassword, connect)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tr, ok := t.m[id]; ok {
+		return tr, nil
+	}
+	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   connect,
+		ExpectContinueTimeout: time.Second,
+		// Responses are streamed to the client as they arrive; the body is
+		// never decompressed behind the adapter's back.
+		DisableCompression: true,
+	}
+	switch pc.Type {
+	case providers.ProxyHTTP, providers.ProxySOCKS5:
+		u, err := url.Parse(pc.URL)
+		if err != nil {
+			return nil, fmt.Errorf("proxy_config.url: %w", err)
+		}
+		if pc.Username != "" {
+			u.User = url.UserPassword(pc.Username, proxyPassword)
+		}
+		tr.Proxy = http.ProxyURL(u)
+	case providers.ProxyEnvironment:
+		tr.Proxy = http.ProxyFromEnvironment
+	}
+	if t.m == nil {
+		t.m = map[string]*http.Transport{}
+	}
+	// An old entry for the same provider stays usable by in-flight requests;
+	// its idle connections are closed.
+	for k, old := range t.m {
+		if len(k) > len(p.Name) && k[:len(p.Name)+1] == p.Name+"|" {
+			old.CloseIdleConnections()
+			delete(t.m, k)
+		}
+	}
+	t.m[id] = tr
+	return tr, nil
+}
+
+func (t *transportCache) closeAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tr := range t.m {
+		tr.CloseIdleConnections()
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
