@@ -18,9 +18,9 @@ build: host wasm
 host:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway
 
-# wasm is extended by plugins.mk (first-party plugins, provider adapters).
-wasm::
-	@mkdir -p $(BIN)/plugins
+# Every wasm module: first-party plugins and provider adapters (plugins.mk),
+# and the third-party-style examples.
+wasm: plugins plugins-examples
 
 run: build
 	./$(BIN)/gateway $(ARGS)
@@ -28,6 +28,7 @@ run: build
 test: build
 	$(GO) vet ./...
 	$(GO) test $(TESTFLAGS) ./...
+	cd examples/wasm-guardrail && $(GO) test $(TESTFLAGS) ./...
 
 # Node packages the tests run against (pinned by package-lock.json files).
 NPM_TEST_DIRS := host/webhooks/testdata/verifier

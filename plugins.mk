@@ -10,11 +10,17 @@ PLUGIN_WASM_ENV := GOOS=wasip1 GOARCH=wasm
 PLUGIN_BIN := bin/plugins
 PLUGIN_EXAMPLES_BIN := bin/examples
 FIRST_PARTY_PLUGINS := pii maxtokens
+# Provider adapters: one module per wire family under providers-wasm/.
+PROVIDER_ADAPTERS := $(notdir $(wildcard providers-wasm/*))
 
 .PHONY: plugins plugins-examples plugins-test plugins-race plugins-bench plugins-clean FORCE
 
 ## plugins: first-party wasm modules -> bin/plugins/<name>.wasm
-plugins: $(FIRST_PARTY_PLUGINS:%=$(PLUGIN_BIN)/%.wasm)
+plugins: $(FIRST_PARTY_PLUGINS:%=$(PLUGIN_BIN)/%.wasm) $(PROVIDER_ADAPTERS:%=$(PLUGIN_BIN)/adapter-%.wasm)
+
+$(PLUGIN_BIN)/adapter-%.wasm: FORCE
+	@mkdir -p $(PLUGIN_BIN)
+	$(PLUGIN_WASM_ENV) $(GO) build -buildmode=c-shared -o $@ ./providers-wasm/$*
 
 $(PLUGIN_BIN)/%.wasm: FORCE
 	@mkdir -p $(PLUGIN_BIN)
