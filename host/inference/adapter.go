@@ -49,3 +49,19 @@ type Adapter interface {
 type AdapterSource interface {
 	Adapter(family string) (Adapter, bool)
 }
+
+// AdapterFunc adapts a function to AdapterSource.
+type AdapterFunc func(family string) (Adapter, bool)
+
+// Adapter implements AdapterSource.
+func (f AdapterFunc) Adapter(family string) (Adapter, bool) { return f(family) }
+
+// ModuleFamily maps a provider wire family to the adapter module serving
+// it: Vertex speaks the Gemini wire with another URL and auth, so the gemini
+// adapter serves both.
+func ModuleFamily(family string) string {
+	if family == "vertex" {
+		return "gemini"
+	}
+	return family
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/plugins"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/routing"
 	"github.com/wasmgate/gateway/host/sse"
@@ -300,10 +301,16 @@ func adapterError(a Adapter, hook string, err error) *apierr.Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	var pe interface{ PluginStatus() int }
 	status := http.StatusBadGateway
-	if errors.As(err, &pe) && pe.PluginStatus() >= 400 {
-		status = pe.PluginStatus()
+	var pe *plugins.Error
+	if errors.As(err, &pe) {
+		status = pe.HTTPStatus()
+		if !pe.Failure() {
+			// The adapter refused the request on purpose (say, an image
+			// the provider cannot take): the client's request is at fault.
+			return apierr.New(status, apierr.TypeInvalidRequest, "adapter_rejected",
+				fmt.Sprintf("provider adapter %s: %s", a.Name(), pe.Message))
+		}
 	}
 	return apierr.New(status, apierr.TypePlugin, "adapter_error",
 		fmt.Sprintf("provider adapter %s failed in %s: %v", a.Name(), hook, err))

@@ -9,13 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/eventstream"
+	"github.com/wasmgate/gateway/host/plugins"
 	"github.com/wasmgate/gateway/host/sse"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
@@ -126,11 +125,11 @@ func openAIStreamError(res *attemptResult, ev UpstreamEvent) *attemptError {
 }
 
 func streamAdaptError(res *attemptResult, err error) *attemptError {
-	var pe interface{ PluginStatus() int }
-	if errors.As(err, &pe) && pe.PluginStatus() > 0 {
+	var pe *plugins.Error
+	if errors.As(err, &pe) && !pe.Failure() {
 		// The adapter mapped an upstream error event (overloaded, throttled).
-		e := apierr.New(pe.PluginStatus(), apierr.TypeUpstream, "upstream_stream_error",
-			fmt.Sprintf("provider %q reported an error in the stream: %v", res.target.Provider, err))
+		e := apierr.New(pe.HTTPStatus(), apierr.TypeUpstream, "upstream_stream_error",
+			fmt.Sprintf("provider %q reported an error in the stream: %s", res.target.Provider, pe.Message))
 		e.IsGatewayError = false
 		return &attemptError{retryable: true, err: e}
 	}
@@ -140,9 +139,24 @@ func streamAdaptError(res *attemptResult, err error) *attemptError {
 // hasContent reports whether an OpenAI-wire chunk carries model output;
 // role-only first chunks do not count.
 func hasContent(data []byte) bool {
-	return bytes.Contains(data, []byte(`"content":"`)) || bytes.Contains(data, []byte(`"tool_calls"`)) ||
-		bytes.Contains(data, []byte(`"delta":"`)) || bytes.Contains(data, []byte(`"text":"`)) ||
+	return nonEmptyString(data, `"content":"`) || bytes.Contains(data, []byte(`"tool_calls"`)) ||
+		nonEmptyString(data, `"delta":"`) || nonEmptyString(data, `"text":"`) ||
 		bytes.Equal(data, []byte(`"[DONE]"`))
+}
+
+// nonEmptyString reports whether key (ending in an opening quote) occurs
+// followed by at least one character of string content.
+func nonEmptyString(data []byte, key string) bool {
+	for {
+		i := bytes.Index(data, []byte(key))
+		if i < 0 {
+			return false
+		}
+		data = data[i+len(key):]
+		if len(data) > 0 && data[0] != '"' {
+			return true
+		}
+	}
 }
 
 func sseLine(ev UpstreamEvent) []byte {
@@ -415,6 +429,3 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
-
-var _ = strconv.Itoa
-var _ = time.Now

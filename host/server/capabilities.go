@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wasmgate/gateway/host/auth"
+	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/webhooks"
 )
@@ -34,6 +35,13 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	s.closers = append(s.closers, wh.Close)
 	s.webhooks = wh
 	wh.Routes(api)
+
+	s.inference = inference.New(inference.Options{
+		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
+		MaxResponseBytes: s.cfg.Server.MaxBodyBytes,
+	})
+	s.inference.Routes(s.app)
+	s.closers = append(s.closers, s.inference.Close)
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/wasmgate/gateway/host/audit"
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
+	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/providers"
@@ -48,15 +49,31 @@ type Server struct {
 	started  time.Time
 
 	providers *providers.Service
+	inference *inference.Service
+	// extraAdapters come from WithAdapters; pluginAdapters from loaded plugins.
+	extraAdapters  inference.AdapterSource
+	pluginAdapters inference.AdapterSource
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}
 	closers []func() error
 }
 
+// Option adjusts a server before it is provisioned.
+type Option func(*Server)
+
+// WithAdapters adds provider adapters that take precedence over loaded
+// adapter plugins (embedding hosts and tests use it).
+func WithAdapters(src inference.AdapterSource) Option {
+	return func(s *Server) { s.extraAdapters = src }
+}
+
 // New provisions every capability from cfg. On error nothing is left running.
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, routes: &auth.Table{}, started: time.Now()}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.provision(ctx); err != nil {
 		_ = s.closeAll()
 		return nil, err
@@ -198,6 +215,24 @@ func (s *Server) Notify() *notify.Hub { return s.notify }
 
 // Metrics is the Prometheus registry holder.
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
+
+// Inference exposes the unified inference service.
+func (s *Server) Inference() *inference.Service { return s.inference }
+
+// adapter finds the adapter for a wire family: an injected one first, then
+// a loaded adapter plugin.
+func (s *Server) adapter(family string) (inference.Adapter, bool) {
+	module := inference.ModuleFamily(family)
+	if s.extraAdapters != nil {
+		if a, ok := s.extraAdapters.Adapter(module); ok {
+			return a, true
+		}
+	}
+	if s.pluginAdapters != nil {
+		return s.pluginAdapters.Adapter(module)
+	}
+	return nil, false
+}
 
 // Providers exposes the providers capability (inference picks keys through it).
 func (s *Server) Providers() *providers.Service { return s.providers }

@@ -33,6 +33,8 @@ type Options struct {
 	Env []string
 	// Args are extra command-line flags.
 	Args []string
+	// ServerOptions are passed to server.New (e.g. server.WithAdapters).
+	ServerOptions []server.Option
 }
 
 // Gateway is a running test gateway.
@@ -85,7 +87,7 @@ func TryStart(t testing.TB, o Options) (*Gateway, error) {
 	if testing.Verbose() {
 		log = slog.Default()
 	}
-	srv, err := server.New(context.Background(), cfg, log)
+	srv, err := server.New(context.Background(), cfg, log, o.ServerOptions...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,249 @@
+package inference_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmgate/gateway/host/fakeupstream"
+	"github.com/wasmgate/gateway/host/internal/testgw"
+	"github.com/wasmgate/gateway/host/server"
+)
+
+// gateway starts a test gateway with a Go OpenAI-wire adapter and two
+// OpenAI-compatible providers pointed at fake upstreams.
+func gateway(t *testing.T, passthrough bool) (*testgw.Gateway, *fakeupstream.Server, *fakeupstream.Server, *openAIWire) {
+	t.Helper()
+	primary := fakeupstream.Start(t, fakeupstream.OpenAI, fakeupstream.Options{APIKey: "sk-primary"})
+	backup := fakeupstream.Start(t, fakeupstream.OpenAI, fakeupstream.Options{APIKey: "sk-backup"})
+	ad := &openAIWire{passthrough: passthrough, calls: map[string]int{}}
+	g := testgw.Start(t, testgw.Options{ServerOptions: []server.Option{server.WithAdapters(source(ad))}})
+	g.Expect(201, "POST", "/api/providers", map[string]any{"name": "openai",
+		"network_config": map[string]any{"base_url": primary.URL + "/v1", "max_retries": 2, "retry_backoff_initial_ms": 10, "retry_backoff_max_ms": 50}})
+	g.Expect(201, "POST", "/api/providers/openai/keys", map[string]any{"name": "k", "value": "sk-primary"})
+	g.Expect(201, "POST", "/api/providers", map[string]any{"name": "groq",
+		"network_config": map[string]any{"base_url": backup.URL + "/v1"}})
+	g.Expect(201, "POST", "/api/providers/groq/keys", map[string]any{"name": "k", "value": "sk-backup",
+		"aliases": map[string]string{"fast": "gpt-4o-mini"}})
+	return g, primary, backup, ad
+}
+
+func chat(model string, stream bool, extra string) string {
+	return fmt.Sprintf(`{"model":%q,"stream":%t,"messages":[{"role":"user","content":"hi"}]%s}`, model, stream, extra)
+}
+
+func TestChatNonStream(t *testing.T) {
+	for _, pt := range []bool{true, false} {
+		t.Run(fmt.Sprintf("passthrough=%t", pt), func(t *testing.T) {
+			g, primary, _, ad := gateway(t, pt)
+			r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, ""))
+			var resp struct {
+				Choices []struct {
+					Message struct{ Content string }
+				}
+				Usage struct {
+					PromptTokens int `json:"prompt_tokens"`
+				}
+				ExtraFields struct {
+					Provider          string `json:"provider"`
+					ResolvedModelUsed string `json:"resolved_model_used"`
+					RoutingInfo       struct {
+						IsFallback bool `json:"is_fallback"`
+					} `json:"routing_info"`
+					BilledUsage struct {
+						PromptTokens int `json:"prompt_tokens"`
+					} `json:"billed_usage"`
+				} `json:"extra_fields"`
+			}
+			r.Decode(t, &resp)
+			if len(resp.Choices) != 1 || !strings.Contains(resp.Choices[0].Message.Content, "hello") {
+				t.Fatalf("response: %s", r.Body)
+			}
+			if resp.ExtraFields.Provider != "openai" || resp.ExtraFields.ResolvedModelUsed != "gpt-4o-mini" ||
+				resp.ExtraFields.BilledUsage.PromptTokens != resp.Usage.PromptTokens || resp.Usage.PromptTokens == 0 {
+				t.Fatalf("extra_fields: %s", r.Body)
+			}
+			last := primary.LastRequest()
+			if last.Header.Get("Authorization") != "Bearer sk-primary" || !bytes.Contains(last.Body, []byte(`"model":"gpt-4o-mini"`)) {
+				t.Fatalf("upstream saw %v %s", last.Header, last.Body)
+			}
+			if pt && ad.calls["adapt_request"] != 0 {
+				t.Fatal("passthrough called the adapter")
+			}
+			if !pt && (ad.calls["adapt_request"] != 1 || ad.calls["adapt_response"] != 1) {
+				t.Fatalf("adapter calls %v", ad.calls)
+			}
+		})
+	}
+}
+
+func TestRetryAfter429ThenSuccess(t *testing.T) {
+	g, primary, _, _ := gateway(t, true)
+	primary.FailNext(2, 429, "0")
+	r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, ""))
+	if primary.Count() != 3 {
+		t.Fatalf("upstream calls %d, want 3 (two 429s then success): %s", primary.Count(), r.Body)
+	}
+}
+
+func TestFallbackToSecondProvider(t *testing.T) {
+	g, primary, backup, _ := gateway(t, true)
+	primary.FailNext(10, 500, "")
+	r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, `,"fallbacks":["groq/fast"]`))
+	m := r.Map(t)
+	ef := m["extra_fields"].(map[string]any)
+	ri := ef["routing_info"].(map[string]any)
+	if ef["provider"] != "groq" || ri["is_fallback"] != true || ri["primary_provider"] != "openai" || ef["resolved_model_used"] != "gpt-4o-mini" {
+		t.Fatalf("fallback extra_fields: %v", ef)
+	}
+	if primary.Count() != 3 || backup.Count() != 1 {
+		t.Fatalf("calls primary=%d backup=%d", primary.Count(), backup.Count())
+	}
+	if bytes.Contains(backup.LastRequest().Body, []byte("fallbacks")) {
+		t.Fatal("gateway-only field fallbacks reached the upstream")
+	}
+	// A client error is not retried on another provider.
+	primary.FailNext(1, 400, "")
+	before := backup.Count()
+	testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, `,"fallbacks":["groq/fast"]`)), 400, "upstream_error")
+	if backup.Count() != before {
+		t.Fatal("a 400 from the primary was retried on the fallback")
+	}
+}
+
+func TestErrorsAreEnvelopes(t *testing.T) {
+	g, primary, _, _ := gateway(t, true)
+	testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", `{"messages":[]}`), 400, "missing_field")
+	testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", `{"model":"gpt-4o"}`), 400, "invalid_model")
+	testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", `{"model":"nope/x"}`), 400, "unknown_provider")
+	testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", `{"model":"mistral/x"}`), 404, "provider_not_configured")
+	testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", `{"model":"openai/x","stream":"yes"}`), 400, "invalid_type")
+	testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", `not json`), 400, "invalid_json")
+	primary.FailNext(1, 401, "")
+	m := testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, "")), 401, "upstream_error")
+	if m["is_gateway_error"] != false {
+		t.Fatalf("upstream error marked as gateway error: %v", m)
+	}
+}
+
+// sseEvents reads a whole SSE body into its data payloads.
+func sseEvents(t *testing.T, body []byte) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func TestChatStream(t *testing.T) {
+	for _, pt := range []bool{true, false} {
+		t.Run(fmt.Sprintf("passthrough=%t", pt), func(t *testing.T) {
+			g, _, _, _ := gateway(t, pt)
+			r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", true, `,"stream_options":{"include_usage":true},"tools":[{"type":"function","function":{"name":"lookup","parameters":{}}}]`))
+			if !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+				t.Fatalf("content type %q", r.Header.Get("Content-Type"))
+			}
+			evs := sseEvents(t, r.Body)
+			if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" {
+				t.Fatalf("events: %v", evs)
+			}
+			var args strings.Builder
+			usage := false
+			for _, e := range evs[:len(evs)-1] {
+				var ch struct {
+					Choices []struct {
+						Delta struct {
+							ToolCalls []struct {
+								Function struct{ Arguments string }
+							} `json:"tool_calls"`
+						}
+					}
+					Usage *struct {
+						TotalTokens int `json:"total_tokens"`
+					}
+				}
+				if err := json.Unmarshal([]byte(e), &ch); err != nil {
+					t.Fatalf("chunk %q: %v", e, err)
+				}
+				for _, c := range ch.Choices {
+					for _, tc := range c.Delta.ToolCalls {
+						args.WriteString(tc.Function.Arguments)
+					}
+				}
+				if ch.Usage != nil && ch.Usage.TotalTokens > 0 {
+					usage = true
+				}
+			}
+			if args.String() != `{"echo":"hello"}` || !usage {
+				t.Fatalf("tool args %q usage %v in %v", args.String(), usage, evs)
+			}
+		})
+	}
+}
+
+func TestStreamErrorBeforeContentFallsBack(t *testing.T) {
+	g, primary, backup, _ := gateway(t, true)
+	primary.SetStreamError(fakeupstream.StreamErrorBeforeContent)
+	r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", true, `,"fallbacks":["groq/fast"]`))
+	evs := sseEvents(t, r.Body)
+	if backup.Count() != 1 || len(evs) < 2 || strings.Contains(string(r.Body), "server_error") {
+		t.Fatalf("no fallback on in-stream error: backup=%d %s", backup.Count(), r.Body)
+	}
+}
+
+func TestMidStreamErrorReachesClient(t *testing.T) {
+	g, primary, _, _ := gateway(t, false)
+	primary.SetStreamError(fakeupstream.StreamErrorMidStream)
+	r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", true, ""))
+	if !strings.Contains(string(r.Body), "hello") || !strings.Contains(string(r.Body), `"error"`) {
+		t.Fatalf("mid-stream error not reported after content: %s", r.Body)
+	}
+}
+
+func TestClientDisconnectCancelsUpstream(t *testing.T) {
+	g, primary, _, _ := gateway(t, true)
+	primary.SetChunkDelay(200 * time.Millisecond)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Server.Serve(ln) }()
+	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(chat("openai/gpt-4o-mini", true, "")))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if _, err := resp.Body.Read(buf); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // the client goes away mid-stream
+	if !primary.WaitCancelled(1, 5*time.Second) {
+		t.Fatal("upstream request was not cancelled after the client disconnected")
+	}
+}
+
+func TestEmbeddingsAndModels(t *testing.T) {
+	g, _, _, _ := gateway(t, true)
+	r := g.Expect(200, "POST", "/v1/embeddings", `{"model":"openai/text-embedding-3-small","input":"hi","encoding_format":"base64"}`)
+	if !strings.Contains(string(r.Body), `"embedding":"`) {
+		t.Fatalf("base64 embedding: %.300s", r.Body)
+	}
+	r = g.Expect(200, "GET", "/v1/models", nil)
+	for _, want := range []string{`"openai/gpt-4o-mini"`, `"groq/fast"`, `"status":"success"`} {
+		if !strings.Contains(string(r.Body), want) {
+			t.Fatalf("models lack %s: %s", want, r.Body)
+		}
+	}
+}

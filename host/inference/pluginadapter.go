@@ -1,0 +1,108 @@
+package inference
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wasmgate/gateway/host/plugins"
+	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
+)
+
+// PluginInvoker is the part of a loaded plugin (plugins.Entry) an adapter needs.
+type PluginInvoker interface {
+	Name() string
+	Manifest() pluginsdk.Manifest
+	Invoke(ctx context.Context, hook pluginsdk.Hook, in plugins.Input) (pluginsdk.Output, error)
+}
+
+// PluginAdapter runs a provider adapter plugin (wasm or subprocess).
+type PluginAdapter struct {
+	p PluginInvoker
+}
+
+// NewPluginAdapter wraps a loaded provider plugin.
+func NewPluginAdapter(p PluginInvoker) *PluginAdapter { return &PluginAdapter{p: p} }
+
+// Name implements Adapter.
+func (a *PluginAdapter) Name() string { return a.p.Name() }
+
+// Passthrough implements Adapter.
+func (a *PluginAdapter) Passthrough() bool {
+	m := a.p.Manifest()
+	return m.HasCapability(pluginsdk.CapabilityPassthrough)
+}
+
+// Supports implements Adapter.
+func (a *PluginAdapter) Supports(requestType string) bool {
+	m := a.p.Manifest()
+	return m.HasCapability(pluginsdk.CapabilityRequestPrefix + requestType)
+}
+
+// AdaptRequest implements Adapter.
+func (a *PluginAdapter) AdaptRequest(ctx context.Context, in *AdaptRequestInput) (*UpstreamRequest, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encode adapt_request input: %w", err)
+	}
+	out, err := a.p.Invoke(ctx, pluginsdk.HookAdaptRequest, plugins.Input{Body: raw})
+	if err != nil {
+		return nil, err
+	}
+	if out.Status == pluginsdk.StatusPassThrough || out.Status == pluginsdk.StatusNoOutput || len(out.Body) == 0 {
+		return nil, fmt.Errorf("adapter %s returned no upstream request", a.p.Name())
+	}
+	var spec UpstreamRequest
+	if err := json.Unmarshal(out.Body, &spec); err != nil {
+		return nil, fmt.Errorf("adapter %s returned an invalid upstream request: %w", a.p.Name(), err)
+	}
+	return &spec, nil
+}
+
+// AdaptResponse implements Adapter.
+func (a *PluginAdapter) AdaptResponse(ctx context.Context, in *AdaptResponseInput) ([]byte, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encode adapt_response input: %w", err)
+	}
+	out, err := a.p.Invoke(ctx, pluginsdk.HookAdaptResponse, plugins.Input{Body: raw})
+	if err != nil {
+		return nil, err
+	}
+	if out.Status == pluginsdk.StatusPassThrough || len(out.Body) == 0 {
+		return in.Body, nil
+	}
+	if !json.Valid(out.Body) {
+		return nil, fmt.Errorf("adapter %s returned a response that is not JSON", a.p.Name())
+	}
+	return out.Body, nil
+}
+
+// AdaptStream implements Adapter.
+func (a *PluginAdapter) AdaptStream(ctx context.Context, state []byte, events []UpstreamEvent, end bool) ([]json.RawMessage, []byte, error) {
+	batch, err := json.Marshal(events)
+	if err != nil {
+		return nil, state, fmt.Errorf("encode stream batch: %w", err)
+	}
+	if events == nil {
+		batch = []byte("[]")
+	}
+	out, err := a.p.Invoke(ctx, pluginsdk.HookAdaptStream, plugins.Input{Body: batch, State: state, End: end})
+	if err != nil {
+		return nil, state, err
+	}
+	newState := out.State
+	if out.Status == pluginsdk.StatusNoOutput || len(bytes.TrimSpace(out.Body)) == 0 {
+		return nil, newState, nil
+	}
+	var chunks []json.RawMessage
+	ok := jsonx.ForEachElement(out.Body, 0, func(s, e int) {
+		chunks = append(chunks, json.RawMessage(out.Body[s:e]))
+	})
+	if !ok {
+		return nil, newState, fmt.Errorf("adapter %s returned stream chunks that are not a JSON array", a.p.Name())
+	}
+	return chunks, newState, nil
+}
