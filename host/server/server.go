@@ -18,6 +18,7 @@ import (
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
+	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/secret"
@@ -39,6 +40,7 @@ type Server struct {
 	secrets *secret.Resolver
 	metrics *metrics.Metrics
 	notify  *notify.Hub
+	logs    *logs.Logger
 	started time.Time
 
 	stopBg  context.CancelFunc
