@@ -132,7 +132,9 @@ func want(data []logs.Record, keep func(i int, r logs.Record) bool) []string {
 
 func TestListFilters(t *testing.T) {
 	g, data := gateway(t, 300)
-	ts := func(i int) string { return url.QueryEscape(t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano)) }
+	ts := func(i int) string {
+		return url.QueryEscape(t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano))
+	}
 	cases := []struct {
 		name, query string
 		keep        func(i int, r logs.Record) bool

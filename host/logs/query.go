@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,58 @@ func (f *Filter) match(r *Record) bool {
 		hit := containsFold(r.Input, q) || containsFold(r.Output, q)
 		if !hit && r.Error != nil {
 			hit = containsFold(r.Error.Message, q)
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}
+
+// needles builds a cheap necessary condition on the stored JSON: for each
+// exact-match filter, one of its `"field":"value"` byte strings must occur.
+// json.Marshal's output is canonical and quotes inside string values are
+// escaped, so a record that matches always contains the needle; a needle
+// hit is only a candidate (it may sit in metadata), which match confirms.
+// Rejecting most records without decoding them makes selective filters
+// several times cheaper.
+func (f *Filter) needles() [][][]byte {
+	var groups [][][]byte
+	add := func(vals []string, fields ...string) {
+		if len(vals) == 0 {
+			return
+		}
+		var g [][]byte
+		for _, v := range vals {
+			enc, err := json.Marshal(v)
+			if err != nil {
+				return // no prefilter for this field; match still decides
+			}
+			for _, field := range fields {
+				g = append(g, append([]byte(`"`+field+`":`), enc...))
+			}
+		}
+		groups = append(groups, g)
+	}
+	add(f.Providers, "provider")
+	add(f.Models, "model", "resolved_model")
+	add(f.Objects, "object")
+	add(f.VirtualKeyIDs, "virtual_key_id")
+	add(f.KeyIDs, "key_id")
+	if f.Status != "" {
+		add([]string{f.Status}, "status")
+	}
+	return groups
+}
+
+func candidate(val []byte, groups [][][]byte) bool {
+	for _, g := range groups {
+		hit := false
+		for _, n := range g {
+			if bytes.Contains(val, n) {
+				hit = true
+				break
+			}
 		}
 		if !hit {
 			return false
@@ -143,6 +196,7 @@ func (l *Logger) scan(ctx context.Context, f *Filter, asc bool, cursor string, m
 		}
 	}
 	decode := !f.onlyTime()
+	groups := f.needles()
 	examined := 0
 	err = l.st.View(ctx, func(tx store.Tx) error {
 		return tx.Scan(nsLogs, opts, func(key string, val []byte) error {
@@ -169,6 +223,9 @@ func (l *Logger) scan(ctx context.Context, f *Filter, asc bool, cursor string, m
 			lastKey = key
 			var r *Record
 			if decode {
+				if !candidate(val, groups) {
+					return nil
+				}
 				var err error
 				if r, err = decodeRecord(key, val); err != nil {
 					return err
