@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wasmgate/gateway/store"
+	"github.com/wasmgate/gateway/store/badgerstore"
 )
 
 // Defaults used when an Options field is zero.
@@ -24,8 +25,9 @@ const (
 	DefaultMaxContentBytes = 32 << 10
 	DefaultMaxScanRecords  = 100_000
 	// maxBatchBytes keeps one transaction well under Badger's per-transaction
-	// limit (15% of the 16 MiB memtable) whatever the record sizes are.
-	maxBatchBytes = 1 << 20
+	// limit (15% of the logs store's 4 MiB memtable) whatever the record
+	// sizes are.
+	maxBatchBytes = 256 << 10
 )
 
 // Options configures a Logger.
@@ -416,4 +418,13 @@ func (l *Logger) commit(recs []encoded) error {
 	}
 	mid := len(recs) / 2
 	return errors.Join(l.commit(recs[:mid]), l.commit(recs[mid:]))
+}
+
+// StoreOptions are the Badger settings for a logs store in dir: no fsync
+// per commit (see Logger for the durability trade) and small memtables,
+// because sustained log writes otherwise grow Badger's table-builder
+// buffers to hundreds of MiB (measured: 830 MB peak RSS for 300k records
+// with the config store's 16 MiB x 5 memtables).
+func StoreOptions(dir string, log *slog.Logger) badgerstore.Options {
+	return badgerstore.Options{Dir: dir, SyncWrites: false, Logger: log, MemTableSize: 4 << 20, NumMemtables: 2}
 }

@@ -20,7 +20,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // openStore opens a real on-disk Badger store as the server does for logs.
 func openStore(tb testing.TB, dir, key string) store.Store {
 	tb.Helper()
-	db, err := badgerstore.Open(badgerstore.Options{Dir: dir, Logger: quiet})
+	db, err := badgerstore.Open(logs.StoreOptions(dir, quiet))
 	if err != nil {
 		tb.Fatal(err)
 	}

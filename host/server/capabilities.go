@@ -33,7 +33,7 @@ func (s *Server) provisionLogs(ctx context.Context) error {
 		s.log.Info("request logs are disabled (logs.enabled=false)")
 		return nil
 	}
-	db, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(s.cfg.DataDir, "logs"), SyncWrites: false, Logger: s.log})
+	db, err := badgerstore.Open(logs.StoreOptions(filepath.Join(s.cfg.DataDir, "logs"), s.log))
 	if err != nil {
 		return fmt.Errorf("logs store: %w", err)
 	}
