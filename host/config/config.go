@@ -39,6 +39,7 @@ type Config struct {
 	AuthConfig AuthConfig `koanf:"auth_config" json:"auth_config"`
 	Vault      Vault      `koanf:"vault" json:"vault"`
 	Client     Client     `koanf:"client" json:"client"`
+	Logs       Logs       `koanf:"logs" json:"logs"`
 
 	// Entities holds the raw entity sections by name ("providers", ...).
 	Entities map[string]json.RawMessage `koanf:"-" json:"-"`
@@ -102,6 +103,30 @@ type Client struct {
 type WebhookConfig struct {
 	// DeliveryHistoryRetentionDays prunes delivery records older than this.
 	DeliveryHistoryRetentionDays int `koanf:"delivery_history_retention_days" json:"delivery_history_retention_days"`
+}
+
+// Logs configures the request-log store (data_dir/logs).
+type Logs struct {
+	// Enabled records every inference request (default true).
+	Enabled bool `koanf:"enabled" json:"enabled"`
+	// CaptureContent keeps request and response bodies in the records
+	// (default false: bodies may hold personal data).
+	CaptureContent bool `koanf:"capture_content" json:"capture_content"`
+	// MaxContentBytes cuts each captured body to this size.
+	MaxContentBytes int `koanf:"max_content_bytes" json:"max_content_bytes"`
+	// RetentionDays deletes records older than this; 0 keeps them forever.
+	RetentionDays int `koanf:"retention_days" json:"retention_days"`
+	// QueueSize is the hand-off queue between requests and the log writer.
+	QueueSize int `koanf:"queue_size" json:"queue_size"`
+	// BatchSize is the most records written in one transaction.
+	BatchSize int `koanf:"batch_size" json:"batch_size"`
+	// FlushInterval is the longest a record waits before it is written.
+	FlushInterval Duration `koanf:"flush_interval" json:"flush_interval"`
+	// EnqueueTimeout is how long a request waits on a full queue before its
+	// record is dropped (counted and logged).
+	EnqueueTimeout Duration `koanf:"enqueue_timeout" json:"enqueue_timeout"`
+	// MaxScanRecords caps the records one query or stats call examines.
+	MaxScanRecords int `koanf:"max_scan_records" json:"max_scan_records"`
 }
 
 // Addr is host:port for the listener.

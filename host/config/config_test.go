@@ -107,6 +107,11 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{file: "vault:\n  address: vault.local\n", want: "vault.address"},
 		{file: "port: [1\n", want: "config file"},
 		{file: "server:\n  max_body_bytes: 10\n", want: "server.max_body_bytes"},
+		{env: []string{"GATEWAY_LOGS__RETENTION_DAYS=-1"}, want: "logs.retention_days"},
+		{env: []string{"GATEWAY_LOGS__QUEUE_SIZE=0"}, want: "logs.queue_size"},
+		{env: []string{"GATEWAY_LOGS__FLUSH_INTERVAL=0s"}, want: "logs.flush_interval"},
+		{file: "logs:\n  max_scan_records: 10\n", want: "logs.max_scan_records"},
+		{file: "logs:\n  capture_contents: true\n", want: `unknown key "logs.capture_contents"`},
 	}
 	for _, c := range cases {
 		args := c.args

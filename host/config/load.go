@@ -46,6 +46,15 @@ func Defaults() map[string]any {
 		"vault.cache_ttl":                       "5m",
 		"vault.timeout":                         "5s",
 		"client.webhook_config.delivery_history_retention_days": 30,
+		"logs.enabled":           true,
+		"logs.capture_content":   false,
+		"logs.max_content_bytes": 32 << 10,
+		"logs.retention_days":    30,
+		"logs.queue_size":        8192,
+		"logs.batch_size":        512,
+		"logs.flush_interval":    "100ms",
+		"logs.enqueue_timeout":   "1s",
+		"logs.max_scan_records":  100000,
 	}
 }
 
@@ -238,7 +247,33 @@ func (c *Config) Validate() error {
 	if c.Client.WebhookConfig.DeliveryHistoryRetentionDays < 0 {
 		bad("client.webhook_config.delivery_history_retention_days", "must not be negative")
 	}
+	c.validateLogs(bad)
 	return errors.Join(errs...)
+}
+
+func (c *Config) validateLogs(bad func(key, format string, a ...any)) {
+	l := c.Logs
+	if l.RetentionDays < 0 {
+		bad("logs.retention_days", "must not be negative (0 keeps records forever)")
+	}
+	if l.MaxContentBytes < 1 {
+		bad("logs.max_content_bytes", "must be at least 1 (got %d)", l.MaxContentBytes)
+	}
+	if l.QueueSize < 1 || l.QueueSize > 1_000_000 {
+		bad("logs.queue_size", "must be between 1 and 1000000 (got %d)", l.QueueSize)
+	}
+	if l.BatchSize < 1 || l.BatchSize > 10_000 {
+		bad("logs.batch_size", "must be between 1 and 10000 (got %d)", l.BatchSize)
+	}
+	if l.FlushInterval.D() < time.Millisecond || l.FlushInterval.D() > time.Minute {
+		bad("logs.flush_interval", "must be between 1ms and 1m (got %s)", l.FlushInterval.D())
+	}
+	if l.EnqueueTimeout.D() < time.Millisecond {
+		bad("logs.enqueue_timeout", "must be at least 1ms (got %s)", l.EnqueueTimeout.D())
+	}
+	if l.MaxScanRecords < 1000 {
+		bad("logs.max_scan_records", "must be at least 1000 (got %d)", l.MaxScanRecords)
+	}
 }
 
 func envMap(environ []string) map[string]string {

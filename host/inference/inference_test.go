@@ -3,6 +3,7 @@ package inference_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -245,5 +246,42 @@ func TestEmbeddingsAndModels(t *testing.T) {
 		if !strings.Contains(string(r.Body), want) {
 			t.Fatalf("models lack %s: %s", want, r.Body)
 		}
+	}
+}
+
+func TestEveryRequestIsLogged(t *testing.T) {
+	g, primary, _, _ := gateway(t, true)
+	g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, ""))
+	g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", true, `,"stream_options":{"include_usage":true}`))
+	primary.FailNext(1, 401, "")
+	g.Do("POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, ""))
+	g.Do("POST", "/v1/chat/completions", `{"model":"mistral/x"}`)
+	if err := g.Server.Logs().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Logs []struct {
+			Status      string  `json:"status"`
+			StatusCode  int     `json:"status_code"`
+			Stream      bool    `json:"stream"`
+			TotalTokens int     `json:"total_tokens"`
+			Provider    string  `json:"provider"`
+			TTFTMS      float64 `json:"ttft_ms"`
+		} `json:"logs"`
+		TotalCount int `json:"total_count"`
+	}
+	g.Expect(200, "GET", "/api/logs?order=asc", nil).Decode(t, &out)
+	if out.TotalCount != 4 {
+		t.Fatalf("logged %d of 4 requests: %+v", out.TotalCount, out.Logs)
+	}
+	l := out.Logs
+	if l[0].Status != "success" || l[0].TotalTokens == 0 || l[0].Provider != "openai" {
+		t.Fatalf("non-stream record: %+v", l[0])
+	}
+	if !l[1].Stream || l[1].TotalTokens == 0 || l[1].TTFTMS <= 0 {
+		t.Fatalf("stream record lacks usage or ttft: %+v", l[1])
+	}
+	if l[2].Status != "error" || l[2].StatusCode != 401 || l[3].StatusCode != 404 {
+		t.Fatalf("error records: %+v %+v", l[2], l[3])
 	}
 }

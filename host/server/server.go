@@ -20,6 +20,7 @@ import (
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
 	"github.com/wasmgate/gateway/host/inference"
+	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/providers"
@@ -44,6 +45,7 @@ type Server struct {
 	metrics *metrics.Metrics
 	audit   *audit.Log
 	notify  *notify.Hub
+	logs    *logs.Logger
 	// webhooks is set by provisionCapabilities.
 	webhooks *webhooks.Service
 	started  time.Time

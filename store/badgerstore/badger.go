@@ -30,6 +30,12 @@ type Options struct {
 	InMemory bool
 	// Logger receives Badger's warnings and errors.
 	Logger *slog.Logger
+	// MemTableSize and NumMemtables bound write buffering (defaults 16 MiB
+	// and 5). A write-heavy store such as the request logs sets them lower:
+	// table builders size their buffers from the memtable, so peak memory
+	// under sustained writes scales with it.
+	MemTableSize int64
+	NumMemtables int
 }
 
 // DB is a store.Store backed by Badger.
@@ -52,6 +58,15 @@ func Open(opts Options) (*DB, error) {
 		WithNumCompactors(2).
 		WithBlockCacheSize(16 << 20).
 		WithIndexCacheSize(8 << 20)
+	if opts.MemTableSize > 0 {
+		// Badger refuses a value threshold above its batch limit (15% of
+		// the memtable); larger values go to the value log instead.
+		bo = bo.WithMemTableSize(opts.MemTableSize).
+			WithValueThreshold(min(bo.ValueThreshold, opts.MemTableSize*15/100/2))
+	}
+	if opts.NumMemtables > 0 {
+		bo = bo.WithNumMemtables(opts.NumMemtables)
+	}
 	if opts.InMemory {
 		bo.Dir, bo.ValueDir = "", ""
 	} else {
