@@ -64,4 +64,3 @@ func (s *Service) Close() error {
 	s.transports.closeAll()
 	return nil
 }
-
