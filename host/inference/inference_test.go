@@ -285,3 +285,20 @@ func TestEveryRequestIsLogged(t *testing.T) {
 		t.Fatalf("error records: %+v %+v", l[2], l[3])
 	}
 }
+
+func TestInferenceMetrics(t *testing.T) {
+	g, primary, _, _ := gateway(t, true)
+	primary.FailNext(1, 429, "0")
+	g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, ""))
+	body := string(g.Expect(200, "GET", "/metrics", nil).Body)
+	for _, want := range []string{
+		`wasmgate_inference_requests_total{model="openai/gpt-4o-mini",provider="openai",request_type="chat.completion",status="200"} 1`,
+		`wasmgate_inference_retries_total{provider="openai"} 1`,
+		`wasmgate_inference_tokens_total{kind="prompt",model="openai/gpt-4o-mini",provider="openai"}`,
+		`wasmgate_inference_request_duration_seconds_bucket`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("metrics lack %s", want)
+		}
+	}
+}

@@ -48,7 +48,8 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
-		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Recorder: logRecorder{s.logs},
+		MaxResponseBytes: s.cfg.Server.MaxBodyBytes,
+		Recorder:         inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
 	})
 	s.inference.Routes(s.app)
 	s.closers = append(s.closers, s.inference.Close)
