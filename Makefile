@@ -9,7 +9,7 @@ TESTFLAGS ?= -count=1 -timeout 20m
 
 -include plugins.mk
 
-.PHONY: all build host wasm run test test-deps test-race fuzz bench vet fmt clean
+.PHONY: all build host wasm run test test-deps test-race fuzz bench bench-go vet fmt clean
 
 all: build
 
@@ -48,7 +48,16 @@ fuzz:
 	  done; \
 	done
 
-bench: build
+# Load benchmark against a local mock upstream (nginx is the floor); writes
+# its section of BENCHMARKS.md. SOAK=0 skips the 5-minute soak.
+SOAK ?= 5m
+BENCH_DURATION ?= 8s
+bench: build mockupstream
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && apt-get install -y -qq nginx-light || apt-get install -y -qq nginx)
+	$(GO) run ./cmd/loadbench -bin $(BIN) -duration $(BENCH_DURATION) -soak $(SOAK)
+
+# Micro-benchmarks (go test -bench) of every package.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 vet:

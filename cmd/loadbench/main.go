@@ -1,0 +1,501 @@
+// Command loadbench is `make bench`: it starts the mock upstream, nginx as a
+// reverse-proxy floor and the gateway, drives each with the same closed-loop
+// load, and reports added latency, throughput relative to nginx, the
+// gateway's CPU time per request and peak RSS, and whether every request of
+// the run reached the request log. Everything binds 127.0.0.1.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type scenario struct {
+	name   string
+	path   string // request path on the target
+	body   string
+	stream bool
+	// floorPath is the path on nginx/direct (the same wire the upstream speaks).
+	floorPath string
+	floorBody string
+}
+
+const chatOpenAI = `{"model":"openai/gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Summarise the benefits of a gateway in front of model providers in two sentences, please."}]%s}`
+const chatUpstream = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Summarise the benefits of a gateway in front of model providers in two sentences, please."}]%s}`
+const chatAnthropicGW = `{"model":"anthropic/claude-3-5-haiku","max_tokens":256,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Summarise the benefits of a gateway in front of model providers in two sentences, please."}]%s}`
+const anthropicNative = `{"model":"claude-3-5-haiku","max_tokens":256,"system":"You are a helpful assistant.","messages":[{"role":"user","content":"Summarise the benefits of a gateway in front of model providers in two sentences, please."}]%s}`
+
+func scenarios() []scenario {
+	return []scenario{
+		{name: "openai passthrough", path: "/v1/chat/completions", body: fmt.Sprintf(chatOpenAI, ""),
+			floorPath: "/v1/chat/completions", floorBody: fmt.Sprintf(chatUpstream, "")},
+		{name: "openai passthrough stream", path: "/v1/chat/completions", body: fmt.Sprintf(chatOpenAI, `,"stream":true`), stream: true,
+			floorPath: "/v1/chat/completions", floorBody: fmt.Sprintf(chatUpstream, `,"stream":true`)},
+		{name: "anthropic translated", path: "/v1/chat/completions", body: fmt.Sprintf(chatAnthropicGW, ""),
+			floorPath: "/anthropic/v1/messages", floorBody: fmt.Sprintf(anthropicNative, "")},
+		{name: "anthropic translated stream", path: "/v1/chat/completions", body: fmt.Sprintf(chatAnthropicGW, `,"stream":true`), stream: true,
+			floorPath: "/anthropic/v1/messages", floorBody: fmt.Sprintf(anthropicNative, `,"stream":true`)},
+	}
+}
+
+type result struct {
+	requests int64
+	errors   int64
+	rps      float64
+	p50, p99 time.Duration
+}
+
+func main() {
+	bin := flag.String("bin", "bin", "directory with gateway, mockupstream and plugins/")
+	dur := flag.Duration("duration", 8*time.Second, "load duration per measurement")
+	soak := flag.Duration("soak", 5*time.Minute, "soak duration at concurrency 64 on the passthrough path (0 skips)")
+	out := flag.String("out", "BENCHMARKS.md", "file whose load-benchmark section is replaced with the results")
+	concs := flag.String("concurrency", "1,64", "comma-separated concurrency levels")
+	flag.Parse()
+	if err := run(*bin, *dur, *soak, *out, *concs); err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, dur, soak time.Duration, out, concList string) error {
+	tmp, err := os.MkdirTemp("", "loadbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var levels []int
+	for _, c := range strings.Split(concList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad concurrency %q", c)
+		}
+		levels = append(levels, n)
+	}
+
+	mockPort, nginxPort, gwPort := freePort(), freePort(), freePort()
+	mock, err := startProc(tmp, "mock", filepath.Join(bin, "mockupstream"), "-port", strconv.Itoa(mockPort))
+	if err != nil {
+		return err
+	}
+	defer mock.stop()
+	mockURL := fmt.Sprintf("http://127.0.0.1:%d", mockPort)
+	if err := waitHTTP(mockURL+"/v1/models", map[string]string{"Authorization": "Bearer sk-bench"}); err != nil {
+		return fmt.Errorf("mock upstream: %w", err)
+	}
+
+	nginx, err := startNginx(tmp, nginxPort, mockPort)
+	if err != nil {
+		return err
+	}
+	defer nginx.stop()
+	nginxURL := fmt.Sprintf("http://127.0.0.1:%d", nginxPort)
+	if err := waitHTTP(nginxURL+"/v1/models", map[string]string{"Authorization": "Bearer sk-bench"}); err != nil {
+		return fmt.Errorf("nginx: %w", err)
+	}
+
+	cfgPath := filepath.Join(tmp, "gateway.yaml")
+	cfg := fmt.Sprintf(`providers:
+  openai:
+    network_config: {base_url: "%[1]s/v1"}
+    keys: [{name: bench, value: sk-bench}]
+  anthropic:
+    network_config: {base_url: "%[1]s/anthropic/v1"}
+    keys: [{name: bench, value: sk-bench}]
+logs:
+  max_scan_records: 100000000
+`, mockURL)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	gw, err := startProc(tmp, "gateway", filepath.Join(bin, "gateway"), "--config", cfgPath, "--port", strconv.Itoa(gwPort),
+		"--data-dir", filepath.Join(tmp, "data"), "--log-level", "warn")
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	gwURL := fmt.Sprintf("http://127.0.0.1:%d", gwPort)
+	if err := waitHTTP(gwURL+"/health", nil); err != nil {
+		return fmt.Errorf("gateway: %w\n%s", err, gw.logTail())
+	}
+
+	hdr := map[string]string{"Authorization": "Bearer sk-bench", "Content-Type": "application/json", "x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+	var rows []string
+	var gwRequests int64
+	fmt.Printf("%-30s %5s %10s %10s %10s %12s %8s %8s %10s\n", "scenario", "conc", "target", "rps", "p50", "p99", "+p50", "+p99", "cpu/req")
+	for _, sc := range scenarios() {
+		for _, conc := range levels {
+			direct := load(mockURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
+			floor := load(nginxURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
+			cpu0 := gw.cpu()
+			g := load(gwURL+sc.path, sc.body, hdr, conc, dur)
+			cpu1 := gw.cpu()
+			gwRequests += g.requests
+			cpuPer := time.Duration(0)
+			if g.requests > 0 {
+				cpuPer = (cpu1 - cpu0) / time.Duration(g.requests)
+			}
+			for _, r := range []struct {
+				n string
+				r result
+			}{{"direct", direct}, {"nginx", floor}, {"gateway", g}} {
+				extra := ""
+				if r.n == "gateway" {
+					extra = fmt.Sprintf("%8s %8s %10s", fmtD(g.p50-direct.p50), fmtD(g.p99-direct.p99), fmtD(cpuPer))
+				}
+				fmt.Printf("%-30s %5d %10s %10.0f %10s %12s %s\n", sc.name, conc, r.n, r.r.rps, fmtD(r.r.p50), fmtD(r.r.p99), extra)
+			}
+			ratio := 0.0
+			if floor.rps > 0 {
+				ratio = g.rps / floor.rps
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %.0f | %.2f | %s | %s | %s | %s | %d |",
+				sc.name, conc, direct.rps, floor.rps, g.rps, ratio, fmtD(g.p50-direct.p50), fmtD(g.p99-direct.p99),
+				fmtD(floor.p50-direct.p50), fmtD(cpuPer), g.errors))
+		}
+	}
+
+	var soakLine string
+	if soak > 0 {
+		rss0 := gw.rss()
+		start := time.Now()
+		var samples []int64
+		stop := make(chan struct{})
+		go func() {
+			t := time.NewTicker(10 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					samples = append(samples, gw.rss())
+				}
+			}
+		}()
+		s := load(gwURL+scenarios()[0].path, scenarios()[0].body, hdr, 64, soak)
+		close(stop)
+		gwRequests += s.requests
+		rss1 := gw.rss()
+		first, last := rss0, rss1
+		if len(samples) > 2 {
+			first = samples[len(samples)/4]
+		}
+		soakLine = fmt.Sprintf("Soak: %s at concurrency 64 on the passthrough path: %d requests (%.0f rps, %d errors); RSS %s after warm-up -> %s at the end (%+.1f%%).",
+			time.Since(start).Round(time.Second), s.requests, s.rps, s.errors, mib(first), mib(last), 100*float64(last-first)/float64(max(first, 1)))
+		fmt.Println(soakLine)
+	}
+
+	logged, err := loggedRequests(gwURL)
+	if err != nil {
+		return fmt.Errorf("count logs: %w", err)
+	}
+	peak := gw.peakRSS()
+	summary := fmt.Sprintf("Gateway peak RSS: %s. Requests sent to the gateway: %d; request-log records: %d (%s).",
+		mib(peak), gwRequests, logged, map[bool]string{true: "none lost", false: "MISMATCH"}[logged == gwRequests])
+	fmt.Println(summary)
+
+	section := "## Load benchmark (`make bench`)\n\n" +
+		fmt.Sprintf("Run %s, %s per measurement, closed loop; direct = client to the mock upstream, nginx = Debian nginx reverse proxy with upstream keep-alive (the floor), gateway = wasmgate with request logging on as shipped. Added latency is against direct. CPU/req is the gateway process's user+system time divided by the requests it served.\n\n",
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), dur) +
+		"| scenario | conc | direct rps | nginx rps | gateway rps | gateway/nginx | gw +p50 | gw +p99 | nginx +p50 | gw CPU/req | gw errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n" +
+		strings.Join(rows, "\n") + "\n\n" + summary + "\n"
+	if soakLine != "" {
+		section += "\n" + soakLine + "\n"
+	}
+	return replaceSection(out, "## Load benchmark (`make bench`)", section)
+}
+
+func fmtD(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtD(-d)
+	}
+	if d < time.Millisecond {
+		return fmt.Sprintf("%dus", d.Microseconds())
+	}
+	return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000)
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// load runs conc closed-loop workers for dur and measures each request
+// end to end (the whole body read, streams included).
+func load(url, body string, hdr map[string]string, conc int, dur time.Duration) result {
+	tr := &http.Transport{MaxIdleConns: conc * 2, MaxIdleConnsPerHost: conc * 2, DisableCompression: true}
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	defer tr.CloseIdleConnections()
+	// Warm connections and caches outside the measurement.
+	for i := 0; i < conc; i++ {
+		_ = once(client, url, body, hdr)
+	}
+	var n, errs atomic.Int64
+	lats := make([][]time.Duration, conc)
+	deadline := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				if err := once(client, url, body, hdr); err != nil {
+					errs.Add(1)
+					continue
+				}
+				lats[w] = append(lats[w], time.Since(t0))
+				n.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	r := result{requests: n.Load(), errors: errs.Load(), rps: float64(n.Load()) / elapsed.Seconds()}
+	if len(all) > 0 {
+		r.p50, r.p99 = all[len(all)/2], all[len(all)*99/100]
+	}
+	return r
+}
+
+func once(client *http.Client, url, body string, hdr map[string]string) error {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func freePort() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func waitHTTP(url string, hdr map[string]string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+			last = fmt.Errorf("status %d", resp.StatusCode)
+		} else {
+			last = err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready: %v", url, last)
+}
+
+// loggedRequests asks the gateway's log stats how many requests it recorded.
+func loggedRequests(gw string) (int64, error) {
+	req, _ := http.NewRequest(http.MethodGet, gw+"/api/logs/stats", nil)
+	req.Header.Set("X-Gateway-Setup-Token", benchSetupToken)
+	// The writer flushes every 100 ms; give it a moment after the load.
+	time.Sleep(time.Second)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var st struct {
+		TotalRequests int64 `json:"total_requests"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil || resp.StatusCode != 200 {
+		return 0, fmt.Errorf("stats: %d %s", resp.StatusCode, raw)
+	}
+	return st.TotalRequests, nil
+}
+
+const benchSetupToken = "loadbench-setup-token-0123456789"
+
+// proc is a child process whose CPU and memory the benchmark reads from /proc.
+type proc struct {
+	cmd *exec.Cmd
+	log *bytes.Buffer
+	mu  *sync.Mutex
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func startProc(dir, name, path string, args ...string) (*proc, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GATEWAY_SETUP_TOKEN="+benchSetupToken)
+	p := &proc{cmd: cmd, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	cmd.Stdout = lockedWriter{p.mu, p.log}
+	cmd.Stderr = lockedWriter{p.mu, p.log}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return p, nil
+}
+
+func (p *proc) logTail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.log.String()
+	if len(s) > 4000 {
+		s = s[len(s)-4000:]
+	}
+	return s
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// cpu is the process's user+system CPU time so far.
+func (p *proc) cpu() time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start after ')'.
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	// Linux reports clock ticks; USER_HZ is 100 on every mainstream kernel.
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+func (p *proc) status(field string) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, field+":") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func (p *proc) rss() int64     { return p.status("VmRSS") }
+func (p *proc) peakRSS() int64 { return p.status("VmHWM") }
+
+func startNginx(dir string, port, upstream int) (*proc, error) {
+	path, err := exec.LookPath("nginx")
+	if err != nil {
+		for _, c := range []string{"/usr/sbin/nginx", "/usr/local/sbin/nginx"} {
+			if _, serr := os.Stat(c); serr == nil {
+				path, err = c, nil
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.New("nginx not found: apt-get install -y nginx (make bench does it)")
+	}
+	conf := fmt.Sprintf(`worker_processes auto;
+daemon off;
+pid %[1]s/nginx.pid;
+error_log %[1]s/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fastcgi;
+  uwsgi_temp_path %[1]s/uwsgi;
+  scgi_temp_path %[1]s/scgi;
+  upstream mock { server 127.0.0.1:%[3]d; keepalive 256; }
+  server {
+    listen 127.0.0.1:%[2]d;
+    location / {
+      proxy_pass http://mock;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`, dir, port, upstream)
+	cf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	return startProc(dir, "nginx", path, "-p", dir, "-c", cf)
+}
+
+// replaceSection swaps the section starting with heading (up to the next
+// "## " heading) in file, or appends it.
+func replaceSection(file, heading, section string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	s := string(raw)
+	if i := strings.Index(s, heading); i >= 0 {
+		rest := s[i+len(heading):]
+		end := len(s)
+		if j := strings.Index(rest, "\n## "); j >= 0 {
+			end = i + len(heading) + j + 1
+		}
+		s = s[:i] + section + s[end:]
+	} else {
+		s = strings.TrimRight(s, "\n") + "\n\n" + section
+	}
+	return os.WriteFile(file, []byte(s), 0o644)
+}
