@@ -29,6 +29,8 @@ type call struct {
 	p       *parsed
 	out     Outcome
 	primary routing.Target
+	// upstreamHeaders were added by pre_request plugins.
+	upstreamHeaders map[string]string
 }
 
 // attemptResult is a successful upstream exchange not yet sent to the client.
@@ -46,6 +48,10 @@ type attemptResult struct {
 	pending [][]byte
 	reader  *eventReader
 	state   []byte
+	// The same read-ahead as events (passthrough) or unified chunks
+	// (adapted), for when stream plugins must see it.
+	heldEvents []UpstreamEvent
+	heldChunks []json.RawMessage
 }
 
 // attemptError is a failed attempt: the envelope to report, and whether
@@ -62,9 +68,26 @@ func (s *Service) handle(reqType, path string) fiber.Handler {
 		if aerr != nil {
 			return aerr
 		}
-		cl := &call{reqType: reqType, path: path, p: p, primary: p.plan.Targets[0]}
+		cl := &call{reqType: reqType, path: path, p: p}
 		cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(), Route: c.Path(),
 			RequestType: reqType, Model: p.model, Stream: p.stream}
+		pre, aerr := s.runPreRequest(c.UserContext(), p.body)
+		if aerr != nil {
+			s.finishError(cl, aerr)
+			return aerr
+		}
+		if pre.response != nil {
+			return s.respondShortCircuit(c, cl, pre.response)
+		}
+		if &pre.body[0] != &p.body[0] || len(pre.body) != len(p.body) {
+			if aerr := p.replaceBody(pre.body); aerr != nil {
+				s.finishError(cl, aerr)
+				return aerr
+			}
+			cl.out.Model, cl.out.Stream = p.model, p.stream
+		}
+		cl.upstreamHeaders = pre.headers
+		cl.primary = p.plan.Targets[0]
 		return s.execute(c, cl)
 	}
 }
@@ -225,6 +248,9 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	if err != nil {
 		return nil, &attemptError{err: apierr.New(http.StatusBadGateway, apierr.TypePlugin, "bad_upstream_spec",
 			fmt.Sprintf("adapter %s built an unusable upstream request: %v", adapter.Name(), err))}
+	}
+	for k, v := range cl.upstreamHeaders {
+		req.Header.Set(k, v)
 	}
 	if err := cred.auth.Apply(ctx, req); err != nil {
 		return nil, &attemptError{retryable: true, err: apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_auth_failed",

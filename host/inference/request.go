@@ -19,6 +19,7 @@ type parsed struct {
 	plan      routing.Plan
 	body      []byte // the body sent on, with gateway-only fields removed
 	wantUsage bool   // stream_options.include_usage
+	fallbacks []string
 }
 
 // gatewayFields are request fields the gateway consumes; upstreams would
@@ -72,6 +73,7 @@ func parseRequest(body []byte) (*parsed, *apierr.Error) {
 		}
 		p.body = stripped
 	}
+	p.fallbacks = fallbacks
 	plan, err := routing.NewPlan(p.model, fallbacks)
 	if err != nil {
 		param := "model"
@@ -142,4 +144,24 @@ func upstreamMessage(status int, body []byte) string {
 		txt = http.StatusText(status)
 	}
 	return txt
+}
+
+// replaceBody takes a body rewritten by a request plugin: the model (and so
+// the plan) may have changed; the client's fallbacks still apply.
+func (p *parsed) replaceBody(body []byte) *apierr.Error {
+	np, aerr := parseRequest(body)
+	if aerr != nil {
+		return aerr
+	}
+	fb := np.fallbacks
+	if len(fb) == 0 {
+		fb = p.fallbacks
+	}
+	plan, err := routing.NewPlan(np.model, fb)
+	if err != nil {
+		return apierr.BadRequest("invalid_model", "model", err.Error())
+	}
+	np.plan, np.fallbacks = plan, fb
+	*p = *np
+	return nil
 }

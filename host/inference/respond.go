@@ -86,6 +86,7 @@ func (s *Service) openStream(ctx context.Context, res *attemptResult) *attemptEr
 				return aerr
 			}
 			res.pending = append(res.pending, sseLine(ev))
+			res.heldEvents = append(res.heldEvents, ev)
 			if hasContent(ev.Data) {
 				return nil
 			}
@@ -96,6 +97,7 @@ func (s *Service) openStream(ctx context.Context, res *attemptResult) *attemptEr
 			return streamAdaptError(res, err)
 		}
 		res.state = state
+		res.heldChunks = append(res.heldChunks, chunks...)
 		for _, ch := range chunks {
 			res.pending = append(res.pending, dataLine(ch))
 		}
@@ -220,6 +222,14 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	if u, ok := usageOf(out); ok {
 		cl.out.Usage = u
 	}
+	out, hdrs, perr := s.runPostResponse(c.UserContext(), out)
+	if perr != nil {
+		s.finishError(cl, perr)
+		return perr
+	}
+	for k, v := range hdrs {
+		c.Set(k, v)
+	}
 	cl.out.StatusCode = http.StatusOK
 	cl.out.Latency = s.now().Sub(cl.out.Start)
 	out = injectExtraFields(out, s.extraFields(cl))
@@ -259,6 +269,12 @@ func (s *Service) respondStream(c *fiber.Ctx, cl *call, res *attemptResult) erro
 			}
 			return true
 		}
+		sp := s.newStreamPlugins()
+		if sp != nil {
+			// Plugins see unified chunks: hold the read-ahead lines back
+			// and let the loop below pass them through the chain.
+			res.pending = nil
+		}
 		for _, p := range res.pending {
 			if !write(p) {
 				return
@@ -277,7 +293,34 @@ func (s *Service) respondStream(c *fiber.Ctx, cl *call, res *attemptResult) erro
 				streamErr = apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
 					fmt.Sprintf("provider %q stream broke: %v", res.target.Provider, err))
 			}
-			if res.passthrough {
+			if sp != nil {
+				var chunks []json.RawMessage
+				if res.passthrough {
+					for _, ev := range append(res.heldEvents, batch...) {
+						if ev.Data[0] != '"' {
+							chunks = append(chunks, ev.Data)
+						}
+					}
+					res.heldEvents = nil
+				} else if len(batch) > 0 || end || len(res.heldChunks) > 0 {
+					var aerr error
+					var state []byte
+					chunks, state, aerr = res.adapter.AdaptStream(ctx, res.state, batch, end || streamErr != nil)
+					res.state = state
+					chunks = append(res.heldChunks, chunks...)
+					res.heldChunks = nil
+					if aerr != nil {
+						streamErr = streamAdaptError(res, aerr).err
+					}
+				}
+				out, perr := sp.run(ctx, chunks, end || streamErr != nil)
+				if perr != nil && streamErr == nil {
+					streamErr = perr
+				}
+				for _, ch := range out {
+					write(dataLine(ch))
+				}
+			} else if res.passthrough {
 				for _, ev := range batch {
 					if bytes.Equal(ev.Data, []byte(`"[DONE]"`)) {
 						sawDone = true
@@ -305,7 +348,7 @@ func (s *Service) respondStream(c *fiber.Ctx, cl *call, res *attemptResult) erro
 				break
 			}
 			if end {
-				if !res.passthrough || !sawDone {
+				if !res.passthrough || !sawDone || sp != nil {
 					write([]byte("data: [DONE]\n\n"))
 					flush()
 				}
@@ -428,4 +471,49 @@ func mustJSON(v any) []byte {
 		return []byte(`{}`)
 	}
 	return b
+}
+
+// respondShortCircuit answers with the unified response a pre_request
+// plugin produced, without calling any provider (a cache hit, a canned
+// refusal). A streaming client gets it as one content chunk.
+func (s *Service) respondShortCircuit(c *fiber.Ctx, cl *call, resp []byte) error {
+	if !json.Valid(resp) {
+		e := apierr.New(http.StatusBadGateway, apierr.TypePlugin, "plugin_bad_output", "a plugin short-circuited with a response that is not JSON")
+		s.finishError(cl, e)
+		return e
+	}
+	cl.out.Provider = "plugin"
+	cl.out.StatusCode = http.StatusOK
+	cl.out.Latency = s.now().Sub(cl.out.Start)
+	if u, ok := usageOf(resp); ok {
+		cl.out.Usage = u
+	}
+	cl.out.ResponseBody = resp
+	s.record(cl)
+	if !cl.p.stream {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Status(http.StatusOK).Send(resp)
+	}
+	var r struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Created int64  `json:"created"`
+		Choices []struct {
+			Message      json.RawMessage `json:"message"`
+			FinishReason string          `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	_ = json.Unmarshal(resp, &r)
+	var buf []byte
+	for i, ch := range r.Choices {
+		delta := mustJSON(map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created, "model": r.Model,
+			"choices": []any{map[string]any{"index": i, "delta": ch.Message, "finish_reason": nil}}})
+		buf = append(buf, dataLine(delta)...)
+		fin := mustJSON(map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created, "model": r.Model,
+			"choices": []any{map[string]any{"index": i, "delta": map[string]any{}, "finish_reason": ch.FinishReason}}})
+		buf = append(buf, dataLine(fin)...)
+	}
+	buf = append(buf, "data: [DONE]\n\n"...)
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	return c.Status(http.StatusOK).Send(buf)
 }

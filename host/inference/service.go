@@ -21,6 +21,8 @@ type Options struct {
 	Adapters  AdapterSource
 	Log       *slog.Logger
 	Recorder  Recorder
+	// Plugins returns the request plugins of a hook (nil: none).
+	Plugins PluginChain
 	// MaxResponseBytes caps a non-streamed upstream body held in memory.
 	MaxResponseBytes int
 	// StreamBatchMax caps events handed to an adapter in one call.
