@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wasmgate/gateway/pluginsdk/plugintest"
 )
 
 // These tests run the real gateway binary as a separate process.
@@ -29,6 +31,12 @@ func TestMain(m *testing.M) {
 	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build gateway: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	// First-party modules sit in plugins/ next to the binary, as make build
+	// lays them out; the build cache keeps this cheap on repeated runs.
+	if err := buildModules(filepath.Join(dir, "plugins")); err != nil {
+		fmt.Fprintf(os.Stderr, "build wasm modules: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -167,6 +175,36 @@ func (p *proc) do(method, path string, body any) (int, []byte) {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, raw
+}
+
+// buildModules builds every provider adapter and first-party plugin into dir.
+func buildModules(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	adapters, _ := filepath.Glob("../../providers-wasm/*")
+	plugins, _ := filepath.Glob("../../plugins/*")
+	for _, src := range append(adapters, plugins...) {
+		if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
+			continue
+		}
+		built, err := plugintest.BuildWasmErr(src, "")
+		if err != nil {
+			return err
+		}
+		name := filepath.Base(src) + ".wasm"
+		if strings.Contains(src, "providers-wasm") {
+			name = "adapter-" + name
+		}
+		raw, err := os.ReadFile(built)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func TestDefaultsServeHealth(t *testing.T) {
