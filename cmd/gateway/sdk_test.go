@@ -116,3 +116,25 @@ func TestOpenAINodeSDK(t *testing.T) {
 		})
 	}
 }
+
+// TestGoSDKs runs the official Go SDK tests (their own module in
+// testdata/gosdk, kept out of the main build for compile time) against the
+// real binary.
+func TestGoSDKs(t *testing.T) {
+	cfg := fakeProviders(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	for _, model := range []string{"openai/gpt-4o-mini", "anthropic/claude-3-5-haiku"} {
+		t.Run(model, func(t *testing.T) {
+			cmd := exec.Command("go", "test", "-count=1", "./...")
+			cmd.Dir = "testdata/gosdk"
+			cmd.Env = append(os.Environ(), "GATEWAY_URL="+p.base, "MODEL="+model)
+			if strings.HasPrefix(model, "openai/") {
+				cmd.Env = append(cmd.Env, "EMBED_MODEL=openai/text-embedding-3-small")
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("go SDK tests: %v\n%s", err, out)
+			}
+		})
+	}
+}
