@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wasmgate/gateway/host/auth"
+	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/webhooks"
 )
@@ -22,6 +23,20 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	prov.Routes(api)
 	s.providers = prov
+
+	// Plugins load after providers: an adapter plugin serves a provider's
+	// wire family, and a failing plugin must not stop the gateway (it is
+	// listed with status error), only invalid plugins config does.
+	pl, err := registry.New(ctx, registry.Options{
+		Store: s.store, Log: s.log, DataDir: s.cfg.DataDir, PluginsDir: s.cfg.PluginsDir,
+		ConfigEntries: s.cfg.Entities["plugins"],
+	})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, pl.Close)
+	s.plugins = pl
+	pl.Routes(api)
 
 	wh, err := webhooks.New(ctx, webhooks.Options{
 		Store: s.store, Log: s.log, Secrets: s.secrets,
