@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -87,9 +88,9 @@ func (s *Service) view(r Record, internal bool) View {
 }
 
 // Views lists every plugin in call order (order, then name).
-func (s *Service) Views(c *fiber.Ctx) ([]View, error) {
+func (s *Service) Views(ctx context.Context) ([]View, error) {
 	var recs []Record
-	if err := s.st.View(c.UserContext(), func(tx store.Tx) error {
+	if err := s.st.View(ctx, func(tx store.Tx) error {
 		var err error
 		recs, err = store.ListJSON[Record](tx, nsPlugins, store.ScanOptions{})
 		return err
@@ -147,7 +148,7 @@ func (s *Service) handleList(c *fiber.Ctx) error {
 	if e != nil {
 		return e
 	}
-	all, err := s.Views(c)
+	all, err := s.Views(c.UserContext())
 	if err != nil {
 		return apierr.Internal(err)
 	}
