@@ -24,8 +24,13 @@ type Config struct {
 	Host string `koanf:"host" json:"host"`
 	// Port is the listen port (default 8080).
 	Port int `koanf:"port" json:"port"`
-	// DataDir holds the Badger stores and the plugin compilation cache.
+	// DataDir holds the Badger stores, the plugin compilation cache and
+	// uploaded plugin modules.
 	DataDir string `koanf:"data_dir" json:"data_dir"`
+	// PluginsDir holds first-party wasm modules (`source: "pii"` loads
+	// PluginsDir/pii.wasm) and provider adapters (adapter-<family>.wasm,
+	// auto-loaded); relative plugin paths resolve against it.
+	PluginsDir string `koanf:"plugins_dir" json:"plugins_dir"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `koanf:"log_level" json:"log_level"`
 	// LogFormat is text or json.

@@ -130,3 +130,22 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		t.Errorf("toml: %v", err)
 	}
 }
+
+func TestPluginsDir(t *testing.T) {
+	cfg, err := config.Load(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary has no plugins dir next to it: the checkout fallback.
+	if cfg.PluginsDir != filepath.Join(".", "bin", "plugins") {
+		t.Fatalf("default plugins_dir %q", cfg.PluginsDir)
+	}
+	file := write(t, "not-a-dir", "x")
+	if _, err := config.Load(nil, []string{"GATEWAY_PLUGINS_DIR=" + file}); err == nil || !strings.Contains(err.Error(), "plugins_dir") {
+		t.Fatalf("a file as plugins_dir: %v", err)
+	}
+	dir := t.TempDir()
+	if cfg, err := config.Load([]string{}, []string{"GATEWAY_PLUGINS_DIR=" + dir}); err != nil || cfg.PluginsDir != dir {
+		t.Fatalf("plugins_dir from env: %v %v", cfg, err)
+	}
+}

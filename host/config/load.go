@@ -31,6 +31,7 @@ func Defaults() map[string]any {
 		"host":                                  "127.0.0.1",
 		"port":                                  8080,
 		"data_dir":                              "./data",
+		"plugins_dir":                           DefaultPluginsDir(),
 		"log_level":                             "info",
 		"log_format":                            "text",
 		"server.max_body_bytes":                 64 << 20,
@@ -56,6 +57,20 @@ func Defaults() map[string]any {
 		"logs.enqueue_timeout":   "1s",
 		"logs.max_scan_records":  100000,
 	}
+}
+
+// DefaultPluginsDir is the directory `plugins` next to the gateway
+// executable, where `make build` and release archives put the wasm modules,
+// falling back to ./bin/plugins (a checkout run with `go run`, whose
+// executable lives in a temporary build directory).
+func DefaultPluginsDir() string {
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Join(filepath.Dir(exe), "plugins")
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return dir
+		}
+	}
+	return filepath.Join(".", "bin", "plugins")
 }
 
 // Load builds the configuration from defaults, the config file, the
@@ -203,6 +218,13 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data_dir", "must not be empty")
+	}
+	if strings.TrimSpace(c.PluginsDir) == "" {
+		bad("plugins_dir", "must not be empty")
+	} else if fi, err := os.Stat(c.PluginsDir); err == nil && !fi.IsDir() {
+		// A missing directory is fine (no first-party modules installed);
+		// a file there is a typo worth stopping for.
+		bad("plugins_dir", "%q is not a directory", c.PluginsDir)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -217,6 +217,11 @@ func (e *Entry) Spec() Spec {
 	return e.spec
 }
 
+// Serving reports whether a generation is loaded and answering calls. It
+// can be true while the status says error: a failed reload keeps the
+// previous generation serving.
+func (e *Entry) Serving() bool { return e.gen.Load() != nil }
+
 // Manifest returns the current generation's manifest.
 func (e *Entry) Manifest() pluginsdk.Manifest {
 	if g := e.gen.Load(); g != nil {

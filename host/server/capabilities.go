@@ -9,6 +9,7 @@ import (
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
+	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
@@ -29,6 +30,27 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	prov.Routes(api)
 	s.providers = prov
 
+	// Plugins load after providers: an adapter plugin serves a provider's
+	// wire family, and a failing plugin must not stop the gateway (it is
+	// listed with status error), only invalid plugins config does.
+	pl, err := registry.New(ctx, registry.Options{
+		Store: s.store, Log: s.log, DataDir: s.cfg.DataDir, PluginsDir: s.cfg.PluginsDir,
+		ConfigEntries: s.cfg.Entities["plugins"],
+	})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, pl.Close)
+	s.plugins = pl
+	pl.Routes(api)
+	s.pluginAdapters = inference.AdapterFunc(func(family string) (inference.Adapter, bool) {
+		e, ok := pl.Adapter(family)
+		if !ok {
+			return nil, false
+		}
+		return inference.NewPluginAdapter(e), true
+	})
+
 	wh, err := webhooks.New(ctx, webhooks.Options{
 		Store: s.store, Log: s.log, Secrets: s.secrets,
 		ConfigEntries: s.cfg.Entities["webhooks"],
@@ -48,7 +70,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
-		MaxResponseBytes: s.cfg.Server.MaxBodyBytes,
+		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain,
 		Recorder:         inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
 	})
 	s.inference.Routes(s.app)

@@ -15,7 +15,7 @@ var param = regexp.MustCompile(`:[a-zA-Z_]+\??`)
 // takes a body malformed JSON, wrong types and an oversized body: each must
 // answer a 4xx envelope, never a 5xx or a panic.
 func TestEveryRouteRejectsBadBodies(t *testing.T) {
-	g := testgw.New(t, "GATEWAY_SERVER__MANAGEMENT_MAX_BODY_BYTES=4096")
+	g := testgw.New(t, "GATEWAY_SERVER__MANAGEMENT_MAX_BODY_BYTES=4096", "GATEWAY_SERVER__PLUGIN_UPLOAD_MAX_BYTES=4096")
 	bodies := []string{
 		`{"name":`, `[]`, `"just a string"`, `12`, `null`, `{"name": 123, "value": {}, "enabled": "yes"}`,
 		`{"unknown_field_xyz": true}`, "\x00\xff\xfe", `{"a":` + strings.Repeat("[", 10000),

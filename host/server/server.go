@@ -23,6 +23,7 @@ import (
 	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
+	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/secret"
 	"github.com/wasmgate/gateway/host/webhooks"
@@ -55,6 +56,8 @@ type Server struct {
 	// extraAdapters come from WithAdapters; pluginAdapters from loaded plugins.
 	extraAdapters  inference.AdapterSource
 	pluginAdapters inference.AdapterSource
+	// plugins is set by provisionCapabilities.
+	plugins *registry.Service
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}
@@ -195,13 +198,15 @@ func (s *Server) mount(ctx context.Context) error {
 // managementBodyLimit applies the smaller management body cap to /api; the
 // global Fiber limit is sized for inference and plugin uploads.
 func (s *Server) managementBodyLimit(c *fiber.Ctx) error {
-	limit := s.cfg.Server.ManagementMaxBodyBytes
-	if c.Path() == "/api/plugins" || c.Path() == "/api/plugins/upload" {
-		limit = s.cfg.Server.PluginUploadMaxBytes
+	limit, key := s.cfg.Server.ManagementMaxBodyBytes, "server.management_max_body_bytes"
+	// Only the upload route carries module bytes; POST /api/plugins is a
+	// small JSON document like every other management body.
+	if c.Path() == "/api/plugins/upload" {
+		limit, key = s.cfg.Server.PluginUploadMaxBytes, "server.plugin_upload_max_bytes"
 	}
 	if n := c.Request().Header.ContentLength(); n > limit || len(c.Body()) > limit {
 		return apierr.New(fiber.StatusRequestEntityTooLarge, apierr.TypeInvalidRequest, "body_too_large",
-			fmt.Sprintf("request body exceeds the management API limit of %d bytes (server.management_max_body_bytes)", limit))
+			fmt.Sprintf("request body exceeds the limit of %d bytes (%s)", limit, key))
 	}
 	return c.Next()
 }
@@ -238,6 +243,10 @@ func (s *Server) adapter(family string) (inference.Adapter, bool) {
 
 // Providers exposes the providers capability (inference picks keys through it).
 func (s *Server) Providers() *providers.Service { return s.providers }
+
+// Plugins is the plugin capability: request plugins come from
+// Plugins().Chain(hook) and inference finds adapters with Plugins().Adapter.
+func (s *Server) Plugins() *registry.Service { return s.plugins }
 
 // Routes is the management route table.
 func (s *Server) Routes() []auth.RouteInfo { return s.routes.Rows() }
