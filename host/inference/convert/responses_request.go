@@ -376,12 +376,12 @@ func inputMessage(it *inputItem, param string) (chatMessage, error) {
 		return chatMessage{Role: role, Content: jsonString(s)}, nil
 	}
 	var parts []struct {
-		Type     string          `json:"type"`
-		Text     string          `json:"text"`
-		Refusal  string          `json:"refusal"`
-		ImageURL string          `json:"image_url"`
-		FileID   string          `json:"file_id"`
-		Detail   string          `json:"detail"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Refusal  string `json:"refusal"`
+		ImageURL string `json:"image_url"`
+		FileID   string `json:"file_id"`
+		Detail   string `json:"detail"`
 	}
 	if err := decodeAs(it.Content, &parts, param+".content", "a string or an array of content parts"); err != nil {
 		return chatMessage{}, err
