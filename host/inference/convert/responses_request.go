@@ -521,7 +521,13 @@ func chatToolChoice(raw json.RawMessage) (json.RawMessage, error) {
 	if c.Name == "" {
 		return nil, badRequest(CodeMissing, "tool_choice.name", "tool_choice.name is required")
 	}
-	return marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
+	type fn struct {
+		Name string `json:"name"`
+	}
+	return marshal(struct {
+		Type     string `json:"type"`
+		Function fn     `json:"function"`
+	}{"function", fn{c.Name}})
 }
 
 // chatResponseFormat maps text.format to response_format.
@@ -563,7 +569,10 @@ func chatResponseFormat(raw json.RawMessage) (json.RawMessage, error) {
 			Schema      json.RawMessage `json:"schema"`
 			Strict      *bool           `json:"strict,omitempty"`
 		}{f.Name, f.Description, f.Schema, f.Strict}
-		return marshal(map[string]any{"type": "json_schema", "json_schema": js})
+		return marshal(struct {
+			Type       string `json:"type"`
+			JSONSchema any    `json:"json_schema"`
+		}{"json_schema", js})
 	}
 	return nil, unsupported("text.format.type", fmt.Sprintf("format type %q is unknown", f.Type))
 }
