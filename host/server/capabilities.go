@@ -71,7 +71,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
 		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain,
-		Recorder:         inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
+		Recorder: inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
 	})
 	s.inference.Routes(s.app)
 	s.closers = append(s.closers, s.inference.Close)
