@@ -15,13 +15,14 @@ import (
 // adapter hooks, which exercises the translated path of the pipeline.
 type openAIWire struct {
 	passthrough bool
+	onlyChat    bool // makes the host convert Responses and Completions
 	calls       map[string]int
 }
 
 func (a *openAIWire) Name() string      { return "test-openai" }
 func (a *openAIWire) Passthrough() bool { return a.passthrough }
-func (a *openAIWire) Supports(string) bool {
-	return true
+func (a *openAIWire) Supports(t string) bool {
+	return !a.onlyChat || t == inference.TypeChat
 }
 
 func (a *openAIWire) AdaptRequest(_ context.Context, in *inference.AdaptRequestInput) (*inference.UpstreamRequest, error) {

@@ -302,3 +302,43 @@ func TestInferenceMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestResponsesAndCompletionsConvertedForChatOnlyAdapters(t *testing.T) {
+	g, primary, _, ad := gateway(t, false)
+	ad.onlyChat = true
+	r := g.Expect(200, "POST", "/v1/responses", `{"model":"openai/gpt-4o-mini","input":"hi","instructions":"be brief"}`)
+	var resp struct {
+		Object string `json:"object"`
+		Output []struct {
+			Type    string `json:"type"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+		Usage struct {
+			TotalTokens int `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	r.Decode(t, &resp)
+	if resp.Object != "response" || len(resp.Output) == 0 || !strings.Contains(resp.Output[len(resp.Output)-1].Content[0].Text, "hello") || resp.Usage.TotalTokens == 0 {
+		t.Fatalf("converted response: %s", r.Body)
+	}
+	if last := primary.LastRequest(); last.Path != "/v1/chat/completions" || !bytes.Contains(last.Body, []byte(`"role":"system"`)) {
+		t.Fatalf("upstream got %s %s", last.Path, last.Body)
+	}
+	r = g.Expect(200, "POST", "/v1/responses", `{"model":"openai/gpt-4o-mini","input":"hi","stream":true}`)
+	body := string(r.Body)
+	for _, want := range []string{"event: response.created", "event: response.output_text.delta", "event: response.completed", `"total_tokens"`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("converted stream lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "[DONE]") {
+		t.Fatal("the Responses wire has no [DONE] terminator")
+	}
+	r = g.Expect(200, "POST", "/v1/completions", `{"model":"openai/gpt-4o-mini","prompt":"say hi"}`)
+	if !strings.Contains(string(r.Body), `"object":"text_completion"`) || !strings.Contains(string(r.Body), "hello") {
+		t.Fatalf("converted completion: %s", r.Body)
+	}
+	testgw.WantEnvelope(t, g.Do("POST", "/v1/responses", `{"model":"openai/gpt-4o-mini","input":"hi","previous_response_id":"resp_1"}`), 400, "")
+}

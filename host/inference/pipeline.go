@@ -52,6 +52,8 @@ type attemptResult struct {
 	// (adapted), for when stream plugins must see it.
 	heldEvents []UpstreamEvent
 	heldChunks []json.RawMessage
+	// conv converts a chat answer back to Responses or Completions.
+	conv *conversion
 }
 
 // attemptError is a failed attempt: the envelope to report, and whether
@@ -131,7 +133,7 @@ func (s *Service) tryTarget(ctx context.Context, cl *call, tgt routing.Target, i
 			fmt.Sprintf("no provider adapter for wire family %q is loaded; install one through /api/plugins", info.Family)))
 	}
 	passthrough := adapter.Passthrough()
-	if !passthrough && !adapter.Supports(cl.reqType) {
+	if !passthrough && !adapter.Supports(cl.reqType) && !needsConversion(cl.reqType, adapter, false) {
 		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "unsupported_request_type",
 			fmt.Sprintf("provider %q does not support %s requests", tgt.Provider, cl.reqType)))
 	}
@@ -228,6 +230,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	baseURL := cred.key.BaseURL
 
 	var spec *UpstreamRequest
+	var conv *conversion
 	passthrough := adapter.Passthrough() && (cl.reqType == TypeChat || cl.reqType == TypeCompletion ||
 		cl.reqType == TypeResponses || cl.reqType == TypeEmbedding)
 	if passthrough {
@@ -237,8 +240,16 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		}
 		spec = &UpstreamRequest{Method: http.MethodPost, Path: cl.path, Body: body, Stream: cl.p.stream}
 	} else {
-		in := &AdaptRequestInput{RequestType: cl.reqType, Provider: tgt.Provider, Model: resolved, Stream: cl.p.stream,
-			BaseURL: baseURL, KeyConfig: cred.keyConfig, Body: cl.p.body}
+		reqType, body := cl.reqType, cl.p.body
+		if needsConversion(cl.reqType, adapter, false) {
+			body, conv, err = toChat(cl.reqType, cl.p.body, tgt.Model, cl.p.stream)
+			if err != nil {
+				return nil, &attemptError{err: apierr.As(err)}
+			}
+			reqType = TypeChat
+		}
+		in := &AdaptRequestInput{RequestType: reqType, Provider: tgt.Provider, Model: resolved, Stream: cl.p.stream,
+			BaseURL: baseURL, KeyConfig: cred.keyConfig, Body: body}
 		spec, err = adapter.AdaptRequest(ctx, in)
 		if err != nil {
 			return nil, &attemptError{err: adapterError(adapter, "adapt_request", err)}
@@ -272,7 +283,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		return nil, &attemptError{retryable: true, err: apierr.New(code, apierr.TypeUpstream, "upstream_unreachable", msg)}
 	}
 	res := &attemptResult{resp: resp, cancel: func() { timer.Stop(); cancel() }, adapter: adapter, passthrough: passthrough,
-		target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing}
+		target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, conv: conv}
 	if resp.StatusCode >= 300 {
 		defer res.cancel()
 		defer resp.Body.Close()

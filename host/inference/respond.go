@@ -222,6 +222,13 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	if u, ok := usageOf(out); ok {
 		cl.out.Usage = u
 	}
+	if res.conv != nil {
+		if out, err = res.conv.response(out); err != nil {
+			e := apierr.As(err)
+			s.finishError(cl, e)
+			return e
+		}
+	}
 	out, hdrs, perr := s.runPostResponse(c.UserContext(), out)
 	if perr != nil {
 		s.finishError(cl, perr)
@@ -250,114 +257,177 @@ func (s *Service) respondStream(c *fiber.Ctx, cl *call, res *attemptResult) erro
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer res.cancel()
 		defer res.resp.Body.Close()
-		first := true
-		write := func(b []byte) bool {
-			if first && len(b) > 0 {
-				cl.out.TTFT = s.now().Sub(cl.out.Start)
-				first = false
-			}
-			if u, ok := usageFromLine(b); ok {
-				cl.out.Usage = u
-			}
-			_, err := w.Write(b)
-			return err == nil
-		}
-		flush := func() bool {
-			if err := w.Flush(); err != nil {
-				cl.out.ClientCanceled = true
-				return false
-			}
-			return true
-		}
-		sp := s.newStreamPlugins()
-		if sp != nil {
-			// Plugins see unified chunks: hold the read-ahead lines back
-			// and let the loop below pass them through the chain.
-			res.pending = nil
-		}
-		for _, p := range res.pending {
-			if !write(p) {
-				return
-			}
-		}
-		if !flush() {
-			s.finishStream(cl, nil)
-			return
-		}
-		var streamErr *apierr.Error
-		sawDone := false
-		for {
-			batch, err := readBatch(res.reader, s.o.StreamBatchMax)
-			end := errors.Is(err, io.EOF)
-			if err != nil && !end {
-				streamErr = apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
-					fmt.Sprintf("provider %q stream broke: %v", res.target.Provider, err))
-			}
-			if sp != nil {
-				var chunks []json.RawMessage
-				if res.passthrough {
-					for _, ev := range append(res.heldEvents, batch...) {
-						if ev.Data[0] != '"' {
-							chunks = append(chunks, ev.Data)
-						}
-					}
-					res.heldEvents = nil
-				} else if len(batch) > 0 || end || len(res.heldChunks) > 0 {
-					var aerr error
-					var state []byte
-					chunks, state, aerr = res.adapter.AdaptStream(ctx, res.state, batch, end || streamErr != nil)
-					res.state = state
-					chunks = append(res.heldChunks, chunks...)
-					res.heldChunks = nil
-					if aerr != nil {
-						streamErr = streamAdaptError(res, aerr).err
-					}
-				}
-				out, perr := sp.run(ctx, chunks, end || streamErr != nil)
-				if perr != nil && streamErr == nil {
-					streamErr = perr
-				}
-				for _, ch := range out {
-					write(dataLine(ch))
-				}
-			} else if res.passthrough {
-				for _, ev := range batch {
-					if bytes.Equal(ev.Data, []byte(`"[DONE]"`)) {
-						sawDone = true
-					}
-					if !write(sseLine(ev)) {
-						break
-					}
-				}
-			} else if len(batch) > 0 || end {
-				chunks, state, aerr := res.adapter.AdaptStream(ctx, res.state, batch, end || streamErr != nil)
-				res.state = state
-				if aerr != nil {
-					streamErr = streamAdaptError(res, aerr).err
-				}
-				for _, ch := range chunks {
-					write(dataLine(ch))
-				}
-			}
-			if streamErr != nil {
-				write(dataLine(mustJSON(map[string]any{"error": streamErr})))
-				flush()
-				break
-			}
-			if !flush() {
-				break
-			}
-			if end {
-				if !res.passthrough || !sawDone || sp != nil {
-					write([]byte("data: [DONE]\n\n"))
-					flush()
-				}
-				break
-			}
-		}
+		em := &streamEmitter{s: s, cl: cl, res: res, w: w, sp: s.newStreamPlugins(), ctx: ctx}
+		em.first = true
+		streamErr := em.run()
 		s.finishStream(cl, streamErr)
 	})
 	return nil
+}
+
+// streamEmitter writes one stream to the client. The fast path copies
+// OpenAI-wire events through; with stream plugins or a wire conversion
+// (Responses, Completions) every batch becomes unified chunks first.
+type streamEmitter struct {
+	s     *Service
+	cl    *call
+	res   *attemptResult
+	w     *bufio.Writer
+	sp    *streamPlugins
+	ctx   context.Context
+	first bool
+	gone  bool // the client went away
+}
+
+func (em *streamEmitter) transforms() bool { return em.sp != nil || em.res.conv != nil }
+
+func (em *streamEmitter) write(b []byte) {
+	if em.gone || len(b) == 0 {
+		return
+	}
+	if em.first {
+		em.cl.out.TTFT = em.s.now().Sub(em.cl.out.Start)
+		em.first = false
+	}
+	if u, ok := usageFromLine(b); ok {
+		em.cl.out.Usage = u
+	}
+	if _, err := em.w.Write(b); err != nil {
+		em.gone = true
+	}
+}
+
+func (em *streamEmitter) flush() bool {
+	if em.gone {
+		return false
+	}
+	if err := em.w.Flush(); err != nil {
+		em.gone = true
+		em.cl.out.ClientCanceled = true
+	}
+	return !em.gone
+}
+
+// chunks emits unified chunks through the stream plugins and the wire
+// conversion.
+func (em *streamEmitter) chunks(chunks []json.RawMessage, end bool) *apierr.Error {
+	if em.sp != nil {
+		out, perr := em.sp.run(em.ctx, chunks, end)
+		if perr != nil {
+			return perr
+		}
+		chunks = out
+	}
+	for _, ch := range chunks {
+		if em.res.conv == nil {
+			em.write(dataLine(ch))
+			continue
+		}
+		evs, err := em.res.conv.chunk(ch)
+		if err != nil {
+			return apierr.As(err)
+		}
+		for _, ev := range evs {
+			em.write(ev.AppendSSE(nil))
+		}
+	}
+	return nil
+}
+
+// adapt turns a batch of upstream events into unified chunks.
+func (em *streamEmitter) adapt(batch []UpstreamEvent, end bool) ([]json.RawMessage, *apierr.Error) {
+	res := em.res
+	if res.passthrough {
+		var out []json.RawMessage
+		for _, ev := range batch {
+			if len(ev.Data) > 0 && ev.Data[0] == '{' {
+				out = append(out, ev.Data)
+			}
+		}
+		return out, nil
+	}
+	if len(batch) == 0 && !end {
+		return nil, nil
+	}
+	chunks, state, err := res.adapter.AdaptStream(em.ctx, res.state, batch, end)
+	res.state = state
+	if err != nil {
+		return chunks, streamAdaptError(res, err).err
+	}
+	return chunks, nil
+}
+
+func (em *streamEmitter) run() *apierr.Error {
+	res := em.res
+	var streamErr *apierr.Error
+	if em.transforms() {
+		held := res.heldChunks
+		if res.passthrough {
+			held, _ = em.adapt(res.heldEvents, false)
+		}
+		streamErr = em.chunks(held, false)
+	} else {
+		for _, p := range res.pending {
+			em.write(p)
+		}
+	}
+	if !em.flush() {
+		return nil
+	}
+	sawDone := false
+	for streamErr == nil {
+		batch, err := readBatch(res.reader, em.s.o.StreamBatchMax)
+		end := errors.Is(err, io.EOF)
+		if err != nil && !end {
+			streamErr = apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
+				fmt.Sprintf("provider %q stream broke: %v", res.target.Provider, err))
+		}
+		if !em.transforms() && res.passthrough {
+			for _, ev := range batch {
+				if bytes.Equal(ev.Data, []byte(`"[DONE]"`)) {
+					sawDone = true
+				}
+				em.write(sseLine(ev))
+			}
+		} else {
+			chunks, aerr := em.adapt(batch, end || streamErr != nil)
+			if aerr != nil && streamErr == nil {
+				streamErr = aerr
+			}
+			if cerr := em.chunks(chunks, end || streamErr != nil); cerr != nil && streamErr == nil {
+				streamErr = cerr
+			}
+		}
+		if streamErr != nil || !em.flush() {
+			break
+		}
+		if end {
+			break
+		}
+	}
+	em.finish(streamErr, sawDone)
+	return streamErr
+}
+
+// finish ends the stream in the client's wire: an error event, the
+// Responses API's terminal event, or data: [DONE].
+func (em *streamEmitter) finish(streamErr *apierr.Error, sawDone bool) {
+	conv := em.res.conv
+	switch {
+	case streamErr != nil && conv != nil && conv.responses != nil:
+		for _, ev := range conv.responses.Fail(streamErr.Detail.Code, streamErr.Detail.Message) {
+			em.write(ev.AppendSSE(nil))
+		}
+	case streamErr != nil:
+		em.write(dataLine(mustJSON(map[string]any{"error": streamErr})))
+	case conv != nil && conv.responses != nil:
+		for _, ev := range conv.responses.End() {
+			em.write(ev.AppendSSE(nil))
+		}
+	case !sawDone || em.transforms():
+		em.write([]byte("data: [DONE]\n\n"))
+	}
+	em.flush()
 }
 
 // readBatch reads one event (blocking) and then whatever more is already
