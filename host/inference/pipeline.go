@@ -18,6 +18,7 @@ import (
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/routing"
 	"github.com/wasmgate/gateway/host/sse"
+	"github.com/wasmgate/gateway/pluginsdk"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
@@ -40,6 +41,9 @@ type attemptResult struct {
 	resolved    string
 	keyID       string
 	framing     string
+	// context is the adapter's UpstreamRequest.Context, handed back to
+	// adapt_response and as the first stream state.
+	context string
 	// For streams: events already read while checking the stream opens
 	// without an error, and the reader to continue with.
 	pending [][]byte
@@ -246,6 +250,10 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	}
 	res := &attemptResult{resp: resp, cancel: func() { timer.Stop(); cancel() }, adapter: adapter, passthrough: passthrough,
 		target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing}
+	if len(spec.Context) <= pluginsdk.MaxAdapterContext {
+		res.context = spec.Context
+		res.state = []byte(spec.Context)
+	}
 	if resp.StatusCode >= 300 {
 		defer res.cancel()
 		defer resp.Body.Close()
