@@ -62,12 +62,24 @@ func StringAt(b []byte, start, end int) ([]byte, bool) {
 }
 
 // AppendUnescaped appends the decoded form of raw, the escaped content of
-// a JSON string (quotes excluded), to dst. Content without a backslash is
-// copied as is, so the common case costs one scan. ok is false on an
-// invalid escape; unpaired surrogates become U+FFFD as in encoding/json.
+// a JSON string (quotes excluded), to dst. ok is false on an invalid
+// escape; unpaired surrogates and invalid UTF-8 become U+FFFD as in
+// encoding/json.
 func AppendUnescaped(dst, raw []byte) ([]byte, bool) {
 	for i := 0; i < len(raw); {
 		c := raw[i]
+		if c >= utf8.RuneSelf {
+			// Invalid UTF-8 becomes U+FFFD, as encoding/json decodes it,
+			// so the two never disagree on what a string says.
+			r, size := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, "\ufffd"...)
+			} else {
+				dst = append(dst, raw[i:i+size]...)
+			}
+			i += size
+			continue
+		}
 		if c != '\\' {
 			dst = append(dst, c)
 			i++
