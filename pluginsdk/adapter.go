@@ -55,6 +55,8 @@ type AdaptResponseInput struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 	// Body is the upstream body; a non-JSON body arrives as a JSON string.
 	Body RawJSON `json:"body"`
+	// Context is the UpstreamRequest.Context adapt_request returned.
+	Context string `json:"context,omitempty"`
 }
 
 // UpstreamEvent is one element of the JSON array an adapt_stream batch

@@ -195,7 +195,17 @@ type UpstreamRequest struct {
 	Stream     bool    `json:"stream,omitempty"`
 	// Framing of a streamed answer: "sse" (default) or "aws-eventstream".
 	Framing string `json:"framing,omitempty"`
+	// Context is an opaque note (at most MaxAdapterContext bytes) the host
+	// hands back unchanged in AdaptResponseInput.Context and as the state of
+	// the first adapt_stream batch. It is how an adapter carries request
+	// facts its response side needs (Cohere: encoding_format=base64, the
+	// model for stream chunks) without the host knowing them.
+	Context string `json:"context,omitempty"`
 }
+
+// MaxAdapterContext bounds UpstreamRequest.Context; the host drops a longer
+// one rather than keep arbitrary guest data per request.
+const MaxAdapterContext = 4096
 
 // UpstreamResponse is the input of adapt_response.
 type UpstreamResponse struct {

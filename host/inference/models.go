@@ -136,7 +136,7 @@ func (s *Service) keyModels(ctx context.Context, p providers.Provider, k provide
 	}
 	if !adapter.Passthrough() {
 		body, err = adapter.AdaptResponse(ctx, &AdaptResponseInput{RequestType: TypeListModels, Provider: p.Name,
-			Status: resp.StatusCode, Body: rawJSON(body)})
+			Status: resp.StatusCode, Body: rawJSON(body), Context: spec.Context})
 		if err != nil {
 			return nil, err
 		}

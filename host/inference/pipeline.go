@@ -19,6 +19,7 @@ import (
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/routing"
 	"github.com/wasmgate/gateway/host/sse"
+	"github.com/wasmgate/gateway/pluginsdk"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
@@ -43,6 +44,9 @@ type attemptResult struct {
 	resolved    string
 	keyID       string
 	framing     string
+	// context is the adapter's UpstreamRequest.Context, handed back to
+	// adapt_response and as the first stream state.
+	context string
 	// For streams: events already read while checking the stream opens
 	// without an error, and the reader to continue with.
 	pending [][]byte
@@ -54,6 +58,9 @@ type attemptResult struct {
 	heldChunks []json.RawMessage
 	// conv converts a chat answer back to Responses or Completions.
 	conv *conversion
+	// reqType is the request type the adapter was asked for (chat when
+	// the client's type is converted).
+	reqType string
 }
 
 // attemptError is a failed attempt: the envelope to report, and whether
@@ -231,6 +238,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 
 	var spec *UpstreamRequest
 	var conv *conversion
+	effType := cl.reqType
 	passthrough := adapter.Passthrough() && (cl.reqType == TypeChat || cl.reqType == TypeCompletion ||
 		cl.reqType == TypeResponses || cl.reqType == TypeEmbedding)
 	if passthrough {
@@ -248,6 +256,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 			}
 			reqType = TypeChat
 		}
+		effType = reqType
 		in := &AdaptRequestInput{RequestType: reqType, Provider: tgt.Provider, Model: resolved, Stream: cl.p.stream,
 			BaseURL: baseURL, KeyConfig: cred.keyConfig, Body: body}
 		spec, err = adapter.AdaptRequest(ctx, in)
@@ -283,7 +292,11 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		return nil, &attemptError{retryable: true, err: apierr.New(code, apierr.TypeUpstream, "upstream_unreachable", msg)}
 	}
 	res := &attemptResult{resp: resp, cancel: func() { timer.Stop(); cancel() }, adapter: adapter, passthrough: passthrough,
-		target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, conv: conv}
+		target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, conv: conv, reqType: effType}
+	if len(spec.Context) <= pluginsdk.MaxAdapterContext {
+		res.context = spec.Context
+		res.state = []byte(spec.Context)
+	}
 	if resp.StatusCode >= 300 {
 		defer res.cancel()
 		defer resp.Body.Close()

@@ -203,8 +203,9 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 				hdr[k] = v
 			}
 		}
-		out, err = res.adapter.AdaptResponse(c.UserContext(), &AdaptResponseInput{RequestType: cl.reqType,
-			Provider: res.target.Provider, Model: res.resolved, Status: res.resp.StatusCode, Headers: hdr, Body: rawJSON(body)})
+		out, err = res.adapter.AdaptResponse(c.UserContext(), &AdaptResponseInput{RequestType: res.reqType,
+			Provider: res.target.Provider, Model: res.resolved, Status: res.resp.StatusCode, Headers: hdr, Body: rawJSON(body),
+			Context: res.context})
 		if err != nil {
 			e := adapterError(res.adapter, "adapt_response", err)
 			if e.StatusCode < 500 {
