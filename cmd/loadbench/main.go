@@ -56,6 +56,7 @@ func scenarios() []scenario {
 type result struct {
 	requests int64
 	errors   int64
+	firstErr string
 	rps      float64
 	p50, p99 time.Duration
 }
@@ -74,6 +75,10 @@ func main() {
 }
 
 func run(bin string, dur, soak time.Duration, out, concList string) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp("", "loadbench")
 	if err != nil {
 		return err
@@ -145,7 +150,7 @@ logs:
 			cpu0 := gw.cpu()
 			g := load(gwURL+sc.path, sc.body, hdr, conc, dur)
 			cpu1 := gw.cpu()
-			gwRequests += g.requests
+			gwRequests += g.requests + g.errors
 			cpuPer := time.Duration(0)
 			if g.requests > 0 {
 				cpuPer = (cpu1 - cpu0) / time.Duration(g.requests)
@@ -159,6 +164,9 @@ logs:
 					extra = fmt.Sprintf("%8s %8s %10s", fmtD(g.p50-direct.p50), fmtD(g.p99-direct.p99), fmtD(cpuPer))
 				}
 				fmt.Printf("%-30s %5d %10s %10.0f %10s %12s %s\n", sc.name, conc, r.n, r.r.rps, fmtD(r.r.p50), fmtD(r.r.p99), extra)
+				if r.r.errors > 0 {
+					fmt.Printf("    %d errors, first: %s\n", r.r.errors, r.r.firstErr)
+				}
 			}
 			ratio := 0.0
 			if floor.rps > 0 {
@@ -190,7 +198,7 @@ logs:
 		}()
 		s := load(gwURL+scenarios()[0].path, scenarios()[0].body, hdr, 64, soak)
 		close(stop)
-		gwRequests += s.requests
+		gwRequests += s.requests + s.errors
 		rss1 := gw.rss()
 		first, last := rss0, rss1
 		if len(samples) > 2 {
@@ -244,6 +252,7 @@ func load(url, body string, hdr map[string]string, conc int, dur time.Duration) 
 		_ = once(client, url, body, hdr)
 	}
 	var n, errs atomic.Int64
+	var firstErr atomic.Value
 	lats := make([][]time.Duration, conc)
 	deadline := time.Now().Add(dur)
 	var wg sync.WaitGroup
@@ -256,6 +265,7 @@ func load(url, body string, hdr map[string]string, conc int, dur time.Duration) 
 				t0 := time.Now()
 				if err := once(client, url, body, hdr); err != nil {
 					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
 				lats[w] = append(lats[w], time.Since(t0))
@@ -271,6 +281,9 @@ func load(url, body string, hdr map[string]string, conc int, dur time.Duration) 
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	r := result{requests: n.Load(), errors: errs.Load(), rps: float64(n.Load()) / elapsed.Seconds()}
+	if e, ok := firstErr.Load().(string); ok {
+		r.firstErr = e
+	}
 	if len(all) > 0 {
 		r.p50, r.p99 = all[len(all)/2], all[len(all)*99/100]
 	}
@@ -287,11 +300,16 @@ func once(client *http.Client, url, body string, hdr map[string]string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	all, err := io.ReadAll(resp.Body)
+	if err != nil {
 		return err
 	}
+	tail := all[max(0, len(all)-64):]
 	if resp.StatusCode != 200 {
 		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if resp.Header.Get("Content-Type") == "text/event-stream" && !strings.Contains(string(tail), "[DONE]") && !strings.Contains(string(tail), "message_stop") {
+		return errors.New("stream ended without its terminator")
 	}
 	return nil
 }
