@@ -33,9 +33,17 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	// Plugins load after providers: an adapter plugin serves a provider's
 	// wire family, and a failing plugin must not stop the gateway (it is
 	// listed with status error), only invalid plugins config does.
+	// Only the adapters of configured providers load now; the others on
+	// first use, which keeps memory proportional to what is served.
+	families := []string{}
+	for _, p := range prov.Providers() {
+		if info, ok := providers.Lookup(p.Name); ok {
+			families = append(families, inference.ModuleFamily(string(info.Family)))
+		}
+	}
 	pl, err := registry.New(ctx, registry.Options{
 		Store: s.store, Log: s.log, DataDir: s.cfg.DataDir, PluginsDir: s.cfg.PluginsDir,
-		ConfigEntries: s.cfg.Entities["plugins"],
+		ConfigEntries: s.cfg.Entities["plugins"], PreloadFamilies: families,
 	})
 	if err != nil {
 		return err

@@ -77,6 +77,10 @@ func (s *Service) view(r Record, internal bool) View {
 		Error: "plugin is not loaded",
 	}
 	v.Path = s.spec(r).Source
+	if internal {
+		// A bundled adapter not loaded yet loads on first use.
+		v.Status, v.Error = "available", ""
+	}
 	if st, ok := s.mgr.Get(r.Name); ok {
 		v.Kind, v.Version, v.Status, v.Error = st.Kind, st.Version, st.State, st.Error
 		if st.Hooks != nil {
@@ -118,6 +122,12 @@ func (s *Service) Views(ctx context.Context) ([]View, error) {
 	for _, r := range recs {
 		if !seen[r.Name] {
 			out = append(out, s.view(r, false))
+		}
+	}
+	// Bundled adapters not loaded yet load on first use.
+	for name, p := range internal {
+		if !seen[name] {
+			out = append(out, s.view(internalRecord(name, p), true))
 		}
 	}
 	return out, nil

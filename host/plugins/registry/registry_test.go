@@ -584,11 +584,16 @@ func TestProviderAdapters(t *testing.T) {
 	dir := pluginsDir(t, "test")
 	g := start(t, dir, "")
 	svc := g.Server.Plugins()
+	// No provider of family "test" is configured: the adapter waits for
+	// its first use.
+	if v := get(t, g, "adapter-test"); !v.Internal || v.Status != "available" {
+		t.Fatalf("adapter view before first use %+v", v)
+	}
+	e, ok := svc.Adapter("test")
 	v := get(t, g, "adapter-test")
 	if !v.Internal || v.Kind != "provider" || v.Status != "loaded" || !contains(v.Hooks, "adapt_request") {
 		t.Fatalf("adapter view %+v", v)
 	}
-	e, ok := svc.Adapter("test")
 	if !ok || adaptPath(t, e) != "/default" {
 		t.Fatalf("Adapter(test): %v", ok)
 	}

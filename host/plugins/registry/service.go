@@ -43,12 +43,19 @@ type Options struct {
 	PluginsDir string
 	// ConfigEntries is the raw JSON of the config file's `plugins` array.
 	ConfigEntries json.RawMessage
+	// PreloadFamilies lists the wire families whose bundled adapters load
+	// at start-up; the others load on first use, so a gateway serving two
+	// families does not hold the compiled code and instances of all of
+	// them. Nil preloads every bundled adapter.
+	PreloadFamilies []string
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 }
 
 // Service owns the installed plugins.
 type Service struct {
+	preload    map[string]bool // nil: every bundled adapter
+	lazyMu     sync.Mutex
 	st         store.Store
 	log        *slog.Logger
 	now        func() time.Time
@@ -88,6 +95,12 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		return nil, fmt.Errorf("plugins: data_dir: %w", err)
 	}
 	s.internal.Store(&map[string]string{})
+	if o.PreloadFamilies != nil {
+		s.preload = map[string]bool{}
+		for _, f := range o.PreloadFamilies {
+			s.preload[f] = true
+		}
+	}
 
 	// Validate the config before building anything that must be closed.
 	plan, err := s.planConfig(o.ConfigEntries)
@@ -152,6 +165,9 @@ func (s *Service) loadAll(ctx context.Context) error {
 			continue
 		}
 		internal[name] = path
+		if s.preload != nil && !s.preload[strings.TrimPrefix(name, AdapterPrefix)] {
+			continue // loads on first use, see Adapter
+		}
 		if err := s.mgr.Apply(ctx, internalSpec(name, path)); err != nil {
 			s.log.Error("provider adapter failed to load", "plugin", name, "err", err)
 		}
@@ -199,11 +215,35 @@ func (s *Service) Chain(hook pluginsdk.Hook) []*plugins.Entry { return s.mgr.Cha
 // "adapter-<family>" when it is enabled, serving and of kind provider. The
 // entry survives reloads, so callers may keep it.
 func (s *Service) Adapter(family string) (*plugins.Entry, bool) {
-	e, ok := s.mgr.Entry(AdapterPrefix + family)
+	name := AdapterPrefix + family
+	e, ok := s.mgr.Entry(name)
+	if !ok {
+		e, ok = s.loadLazy(name)
+	}
 	if !ok || !e.Serving() || e.Manifest().Kind != pluginsdk.KindProvider {
 		return nil, false
 	}
 	return e, true
+}
+
+// loadLazy loads a bundled adapter that was not preloaded, once: the
+// first request for its family pays the load (tens of milliseconds with a
+// warm compilation cache).
+func (s *Service) loadLazy(name string) (*plugins.Entry, bool) {
+	path, ok := s.internalPath(name)
+	if !ok {
+		return nil, false
+	}
+	s.lazyMu.Lock()
+	defer s.lazyMu.Unlock()
+	if e, ok := s.mgr.Entry(name); ok {
+		return e, true
+	}
+	s.log.Info("loading provider adapter on first use", "plugin", name)
+	if err := s.mgr.Apply(context.Background(), internalSpec(name, path)); err != nil {
+		s.log.Error("provider adapter failed to load", "plugin", name, "err", err)
+	}
+	return s.mgr.Entry(name)
 }
 
 // Manager exposes the plugin Manager (status, direct calls by name).
