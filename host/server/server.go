@@ -89,7 +89,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 func (s *Server) provision(ctx context.Context) error {
 	cfg, log := s.cfg, s.log
 
-	db, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(cfg.DataDir, "store"), SyncWrites: true, Logger: log})
+	// The config store sees few, small writes: small memtables keep its
+	// resident memory low.
+	db, err := badgerstore.Open(badgerstore.Options{Dir: filepath.Join(cfg.DataDir, "store"), SyncWrites: true, Logger: log,
+		MemTableSize: 4 << 20, NumMemtables: 2})
 	if err != nil {
 		return err
 	}
