@@ -17,15 +17,23 @@ import (
 // returns a gateway config file wiring providers to it.
 func fakeProviders(t *testing.T) string {
 	t.Helper()
+	path, _ := fakeProviderSet(t)
+	return path
+}
+
+// fakeProviderSet is fakeProviders that also returns the fakes, whose
+// knobs (FailNext, SetStreamError, ...) tests turn.
+func fakeProviderSet(t *testing.T) (string, *fakeupstream.Set) {
+	t.Helper()
 	set := fakeupstream.NewSet(fakeupstream.Options{})
 	srv := httptest.NewServer(set)
 	t.Cleanup(func() { set.Close(); srv.Close() })
 	cfg := fmt.Sprintf(`providers:
   openai:
-    network_config: {base_url: "%[1]s/openai/v1"}
+    network_config: {base_url: "%[1]s/openai/v1", max_retries: 2, retry_backoff_initial_ms: 20, retry_backoff_max_ms: 100}
     keys: [{name: main, value: sk-openai}]
   anthropic:
-    network_config: {base_url: "%[1]s/anthropic/v1"}
+    network_config: {base_url: "%[1]s/anthropic/v1", max_retries: 2, retry_backoff_initial_ms: 20, retry_backoff_max_ms: 100}
     keys: [{name: main, value: sk-anthropic}]
   gemini:
     network_config: {base_url: "%[1]s/gemini/v1beta"}
@@ -41,7 +49,7 @@ func fakeProviders(t *testing.T) string {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return path, set
 }
 
 // nodeScript runs one of the SDK scripts in testdata/sdk against the gateway.

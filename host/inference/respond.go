@@ -214,6 +214,12 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 			s.finishError(cl, e)
 			return e
 		}
+		if t := bytes.TrimSpace(out); len(t) == 0 || t[0] != '{' {
+			e := apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed",
+				fmt.Sprintf("provider %q answered something its adapter could not translate into a response", res.target.Provider))
+			s.finishError(cl, e)
+			return e
+		}
 	} else if !json.Valid(body) {
 		e := apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed",
 			fmt.Sprintf("provider %q answered a body that is not JSON", res.target.Provider))
