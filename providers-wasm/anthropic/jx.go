@@ -224,11 +224,11 @@ func (e *enc) key(k string) {
 }
 func (e *enc) elem() { e.sep() }
 
-func (e *enc) str(s string)  { e.b = jsonx.AppendString(e.b, s) }
-func (e *enc) raw(r []byte)  { e.b = append(e.b, r...) }
-func (e *enc) int(n int64)   { e.b = strconv.AppendInt(e.b, n, 10) }
-func (e *enc) null()         { e.b = append(e.b, "null"...) }
-func (e *enc) bool(v bool)   { e.b = strconv.AppendBool(e.b, v) }
+func (e *enc) str(s string) { e.b = jsonx.AppendString(e.b, s) }
+func (e *enc) raw(r []byte) { e.b = append(e.b, r...) }
+func (e *enc) int(n int64)  { e.b = strconv.AppendInt(e.b, n, 10) }
+func (e *enc) null()        { e.b = append(e.b, "null"...) }
+func (e *enc) bool(v bool)  { e.b = strconv.AppendBool(e.b, v) }
 func (e *enc) kstr(k, v string) {
 	e.key(k)
 	e.str(v)

@@ -167,12 +167,20 @@ func messageToChat(body []byte, fallbackModel string, created int64) ([]byte, er
 	return e.b, nil
 }
 
-// writeAssistantMessage turns content blocks into a chat message: text
-// blocks joined into content, tool_use blocks into tool_calls, thinking
-// into reasoning_content plus thinking_blocks, which keep the signatures
-// (and redacted blocks) a client must send back on the next turn of a
-// tool-using conversation with thinking on.
+// writeAssistantMessage turns content blocks into a chat message.
 func writeAssistantMessage(e *enc, content []byte) {
+	e.obj()
+	e.kstr("role", "assistant")
+	writeAssistantMessageBody(e, content)
+	e.endObj()
+}
+
+// writeAssistantMessageBody writes the members of a chat assistant message
+// other than role: text blocks joined into content, tool_use blocks into
+// tool_calls, thinking into reasoning_content plus thinking_blocks, which
+// keep the signatures (and redacted blocks) a client must send back on the
+// next turn of a tool-using conversation with thinking on.
+func writeAssistantMessageBody(e *enc, content []byte) {
 	var text, reasoning []byte
 	var haveText, haveReasoning bool
 	var toolCalls, thinking [][]byte
@@ -195,8 +203,6 @@ func writeAssistantMessage(e *enc, content []byte) {
 			toolCalls = append(toolCalls, b)
 		}
 	})
-	e.obj()
-	e.kstr("role", "assistant")
 	e.key("content")
 	if haveText || len(toolCalls) == 0 {
 		// Joining the escaped bodies is joining the texts.
@@ -217,41 +223,30 @@ func writeAssistantMessage(e *enc, content []byte) {
 		}
 		e.endArr()
 	}
-	if len(toolCalls) > 0 {
-		e.key("tool_calls")
-		e.arr()
-		for _, b := range toolCalls {
-			e.elem()
-			e.obj()
-			e.key("id")
-			if id := get(b, "id"); isString(id) {
-				e.raw(id)
-			} else {
-				e.str("")
-			}
-			e.kstr("type", "function")
-			e.key("function")
-			e.obj()
-			e.key("name")
-			if n := get(b, "name"); isString(n) {
-				e.raw(n)
-			} else {
-				e.str("")
-			}
-			e.key("arguments")
-			input := get(b, "input")
-			if !present(input) {
-				input = []byte("{}")
-			}
-			// arguments is the input object as a JSON string, compacted
-			// because clients concatenate and compare it.
-			e.str(string(compact(input)))
-			e.endObj()
-			e.endObj()
-		}
-		e.endArr()
+	if len(toolCalls) == 0 {
+		return
 	}
-	e.endObj()
+	e.key("tool_calls")
+	e.arr()
+	for _, b := range toolCalls {
+		e.elem()
+		e.obj()
+		e.kraw("id", orEmpty(get(b, "id")))
+		e.kstr("type", "function")
+		e.key("function")
+		e.obj()
+		e.kraw("name", orEmpty(get(b, "name")))
+		input := get(b, "input")
+		if !present(input) {
+			input = []byte("{}")
+		}
+		// arguments is the input object as a JSON string, compacted
+		// because clients concatenate and compare it.
+		e.kstr("arguments", string(compact(input)))
+		e.endObj()
+		e.endObj()
+	}
+	e.endArr()
 }
 
 func compact(raw []byte) []byte {
