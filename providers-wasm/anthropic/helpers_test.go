@@ -176,3 +176,9 @@ func arrayOf(items []json.RawMessage) []byte {
 	sb.WriteByte(']')
 	return []byte(sb.String())
 }
+
+func globTestdata(dir string) ([]string, error) {
+	return filepath.Glob(filepath.Join("testdata", dir, "*.json"))
+}
+
+func readFileBytes(path string) ([]byte, error) { return os.ReadFile(path) }
