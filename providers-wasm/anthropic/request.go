@@ -221,11 +221,18 @@ func writeMessagesBody(e *enc, body []byte, model string, stream, count bool) er
 		e.endObj()
 		return nil
 	}
-	if present(f.temperature) {
+	// Thinking refuses changed sampling (temperature other than 1, top_k,
+	// top_p under 0.95). A client that asked OpenAI-style, with
+	// reasoning_effort, expects reasoning models to ignore them, so they
+	// are dropped; an explicit thinking object is the client's own call.
+	effortThinking := budget > 0
+	if present(f.temperature) && (!effortThinking || string(f.temperature) == "1") {
 		e.kraw("temperature", f.temperature)
 	}
 	if present(f.topP) {
-		e.kraw("top_p", f.topP)
+		if p, err := strconv.ParseFloat(string(f.topP), 64); !effortThinking || (err == nil && p >= 0.95) {
+			e.kraw("top_p", f.topP)
+		}
 	}
 	switch {
 	case isString(f.stop):
@@ -244,6 +251,9 @@ func writeMessagesBody(e *enc, body []byte, model string, stream, count bool) er
 		e.endObj()
 	}
 	for _, x := range f.extra {
+		if effortThinking && string(x[0]) == "top_k" {
+			continue
+		}
 		e.rawKey(x[0])
 		e.raw(x[1])
 	}
@@ -731,6 +741,3 @@ func writeToolChoice(e *enc, choice, parallel []byte, haveTools bool) {
 		e.kraw("tool_choice", tc)
 	}
 }
-
-// itoa is strconv.Itoa for int64 without importing fmt in hot paths.
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
