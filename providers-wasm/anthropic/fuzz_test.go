@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/wasmgate/gateway/pluginsdk"
+)
+
+// The decoders face bytes from upstreams and clients: whatever comes in,
+// they return output or an error, never panic or loop. go test runs the
+// seeds; go test -fuzz=FuzzX -fuzzminimizetime=2s explores further (the
+// seeds are kilobytes, and the default minimisation of each new input then
+// takes minutes, which looks like a hang but is not).
+
+func seedGoldens(f *testing.F, dir string) {
+	files, _ := globTestdata(dir)
+	for _, file := range files {
+		var g golden
+		if b, err := readFileBytes(file); err == nil && json.Unmarshal(b, &g) == nil {
+			f.Add([]byte(g.Input))
+		}
+	}
+	f.Add([]byte(`{`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"body":"\ud800"}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`))
+}
+
+// checkJSONOut fails when a successful call produced invalid JSON.
+func checkJSONOut(t *testing.T, out pluginsdk.Output, err error) {
+	if err == nil && out.Body != nil && !json.Valid(out.Body) {
+		t.Fatalf("invalid output JSON: %s", out.Body)
+	}
+	if err != nil {
+		if _, ok := err.(*pluginsdk.Error); !ok {
+			t.Fatalf("error is not a *pluginsdk.Error: %v", err)
+		}
+	}
+}
+
+func FuzzAdaptResponse(f *testing.F) {
+	seedGoldens(f, "response")
+	a := testAdapter()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := a.AdaptResponse(b)
+		checkJSONOut(t, out, err)
+		if !json.Valid(b) && err == nil {
+			t.Fatal("malformed input accepted")
+		}
+	})
+}
+
+func FuzzIngressRequest(f *testing.F) {
+	seedGoldens(f, "ingress")
+	a := testAdapter()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := a.IngressRequest(b)
+		checkJSONOut(t, out, err)
+		if !json.Valid(b) && err == nil {
+			t.Fatal("malformed input accepted")
+		}
+	})
+}
+
+func FuzzAdaptStream(f *testing.F) {
+	for _, file := range []string{"fake_stream_tool_thinking.sse", "two_tools.sse"} {
+		b, _ := readFileBytes("testdata/" + file)
+		events := readSSE(f, b)
+		batch, _ := json.Marshal(events)
+		f.Add([]byte{}, batch)
+		mid, _ := json.Marshal(events[:3])
+		out, _ := testAdapter().AdaptStream(pluginsdk.StreamInput{Batch: mid})
+		f.Add(out.State, batch)
+	}
+	f.Add([]byte(`{"u":[1,2`), []byte(`[{"event":"error","data":"x"}]`))
+	a := testAdapter()
+	f.Fuzz(func(t *testing.T, state, batch []byte) {
+		out, err := a.AdaptStream(pluginsdk.StreamInput{State: state, Batch: batch, End: len(batch)%2 == 0})
+		checkJSONOut(t, out, err)
+		if err == nil && out.State != nil && !json.Valid(out.State) {
+			t.Fatalf("invalid state %s", out.State)
+		}
+		// Unified chunks feed egress_stream on the drop-in route.
+		if err == nil && out.Body != nil {
+			o2, err2 := a.EgressStream(pluginsdk.StreamInput{Batch: out.Body, End: true})
+			checkJSONOut(t, o2, err2)
+		}
+	})
+}
+
+// adapt_request and egress_response take the host's own (validated)
+// JSON, but must still be total.
+func FuzzAdaptRequest(f *testing.F) {
+	seedGoldens(f, "request")
+	a := testAdapter()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := a.AdaptRequest(b)
+		checkJSONOut(t, out, err)
+		o2, err2 := a.EgressResponse(b)
+		checkJSONOut(t, o2, err2)
+	})
+}
