@@ -22,12 +22,16 @@ import (
 
 var binary string
 
+// pluginCache is the compilation cache every gateway of the run shares.
+var pluginCache string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "wasmgate-bin")
 	if err != nil {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "gateway")
+	pluginCache = filepath.Join(dir, "wasm-cache")
 	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build gateway: %v\n%s", err, out)
@@ -97,11 +101,11 @@ func start(t *testing.T, cwd, dataDir string, env []string, args ...string) *pro
 	}
 	cmd := exec.Command(binary, all...)
 	cmd.Dir = cwd
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "GATEWAY_SETUP_TOKEN=" + setupToken}, env...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "GATEWAY_SETUP_TOKEN=" + setupToken, "GATEWAY_PLUGIN_CACHE_DIR=" + pluginCache}, env...)
 	for _, e := range env {
 		if e == "GATEWAY_SETUP_TOKEN=" {
 			// Let the gateway generate one, as with no configuration at all.
-			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "GATEWAY_PLUGIN_CACHE_DIR=" + pluginCache}, env...)
 		}
 	}
 	p := &proc{t: t, cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), stderr: &syncBuffer{mu: make(chanMutex, 1)}, done: make(chan error, 1)}
@@ -111,7 +115,9 @@ func start(t *testing.T, cwd, dataDir string, env []string, args ...string) *pro
 	}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.doneOrNil() })
-	deadline := time.Now().Add(20 * time.Second)
+	// Start-up compiles the configured adapters when the shared cache is
+	// cold; on a loaded 2-core machine that takes a while.
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-p.done:

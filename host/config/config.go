@@ -31,6 +31,10 @@ type Config struct {
 	// PluginsDir/pii.wasm) and provider adapters (adapter-<family>.wasm,
 	// auto-loaded); relative plugin paths resolve against it.
 	PluginsDir string `koanf:"plugins_dir" json:"plugins_dir"`
+	// PluginCacheDir holds wazero's compiled machine code (default
+	// data_dir/wasm-cache). Sharing it between gateways on one host saves
+	// the cold compile (about a second per module) at start-up.
+	PluginCacheDir string `koanf:"plugin_cache_dir" json:"plugin_cache_dir"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `koanf:"log_level" json:"log_level"`
 	// LogFormat is text or json.

@@ -85,12 +85,18 @@ func (s *Service) openStream(ctx context.Context, res *attemptResult) *attemptEr
 			if aerr := openAIStreamError(res, ev); aerr != nil {
 				return aerr
 			}
+			if malformedEvent(ev) {
+				return &attemptError{err: malformedStream(res)}
+			}
 			res.pending = append(res.pending, sseLine(ev))
 			res.heldEvents = append(res.heldEvents, ev)
 			if hasContent(ev.Data) {
 				return nil
 			}
 			continue
+		}
+		if malformedEvent(ev) {
+			return &attemptError{err: malformedStream(res)}
 		}
 		chunks, state, err := res.adapter.AdaptStream(ctx, res.state, []UpstreamEvent{ev}, false)
 		if err != nil {
@@ -106,6 +112,18 @@ func (s *Service) openStream(ctx context.Context, res *attemptResult) *attemptEr
 		}
 	}
 	return nil
+}
+
+// malformedEvent reports an SSE event whose data is not JSON (the event
+// reader quotes such data) and not OpenAI's [DONE] terminator: every
+// family sends JSON payloads, so anything else is a broken upstream.
+func malformedEvent(ev UpstreamEvent) bool {
+	return len(ev.Data) > 0 && ev.Data[0] == '"' && !bytes.Equal(ev.Data, []byte(`"[DONE]"`)) && ev.Event != "ping"
+}
+
+func malformedStream(res *attemptResult) *apierr.Error {
+	return apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed",
+		fmt.Sprintf("provider %q sent a stream event that is not JSON", res.target.Provider))
 }
 
 // openAIStreamError recognises the error event OpenAI-wire servers send
@@ -356,6 +374,11 @@ func (em *streamEmitter) adapt(batch []UpstreamEvent, end bool) ([]json.RawMessa
 	if len(batch) == 0 && !end {
 		return nil, nil
 	}
+	for _, ev := range batch {
+		if malformedEvent(ev) {
+			return nil, malformedStream(res)
+		}
+	}
 	chunks, state, err := res.adapter.AdaptStream(em.ctx, res.state, batch, end)
 	res.state = state
 	if err != nil {
@@ -393,6 +416,9 @@ func (em *streamEmitter) run() *apierr.Error {
 			for _, ev := range batch {
 				if bytes.Equal(ev.Data, []byte(`"[DONE]"`)) {
 					sawDone = true
+				} else if malformedEvent(ev) {
+					streamErr = malformedStream(res)
+					break
 				}
 				em.write(sseLine(ev))
 			}

@@ -41,6 +41,8 @@ type Options struct {
 	DataDir string
 	// PluginsDir holds first-party modules and provider adapters.
 	PluginsDir string
+	// CacheDir is the compilation cache (default DataDir/wasm-cache).
+	CacheDir string
 	// ConfigEntries is the raw JSON of the config file's `plugins` array.
 	ConfigEntries json.RawMessage
 	// PreloadFamilies lists the wire families whose bundled adapters load
@@ -108,7 +110,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.engine, err = wasm.NewEngine(wasm.Options{
-		CacheDir: filepath.Join(o.DataDir, "wasm-cache"), ModuleDir: s.pluginsDir, Logger: s.log,
+		CacheDir: cacheDir(o), ModuleDir: s.pluginsDir, Logger: s.log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("plugins: %w", err)
@@ -420,4 +422,11 @@ func loadError(err error) *apierr.Error {
 		param = "config"
 	}
 	return apierr.BadRequest("plugin_load_failed", param, msg).WithCause(err)
+}
+
+func cacheDir(o Options) string {
+	if o.CacheDir != "" {
+		return o.CacheDir
+	}
+	return filepath.Join(o.DataDir, "wasm-cache")
 }
