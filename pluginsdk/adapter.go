@@ -55,6 +55,11 @@ type AdaptResponseInput struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 	// Body is the upstream body; a non-JSON body arrives as a JSON string.
 	Body RawJSON `json:"body"`
+	// EncodingFormat is the unified embeddings request's encoding_format
+	// ("base64", or empty for floats). Upstreams answer floats; the adapter
+	// packs them when the client asked for base64, which the official
+	// OpenAI SDKs do by default.
+	EncodingFormat string `json:"encoding_format,omitempty"`
 }
 
 // UpstreamEvent is one element of the JSON array an adapt_stream batch
