@@ -159,9 +159,9 @@ const (
 // reads, collected in one pass over the body.
 type chatFields struct {
 	messages, temperature, topP, topK, maxTokens, maxCompletion, stop, n []byte
-	responseFormat, reasoningEffort, thinking, tools, toolChoice        []byte
-	presence, frequency, seed, logprobs, topLogprobs                    []byte
-	safety, cached, labels                                              []byte
+	responseFormat, reasoningEffort, thinking, tools, toolChoice         []byte
+	presence, frequency, seed, logprobs, topLogprobs                     []byte
+	safety, cached, labels                                               []byte
 }
 
 func readChatFields(body []byte) chatFields {
