@@ -929,6 +929,11 @@ func appendSchema(dst, s []byte, depth int) []byte {
 				dst = append(dst, first...)
 			}
 		case "const":
+			// Gemini enums are string enums and want the type spelled out.
+			if isString(v) && get(s, "type") == nil {
+				dst = appendKey(dst, "type")
+				dst = append(dst, `"string"`...)
+			}
 			dst = appendKey(dst, "enum")
 			dst = append(dst, '[')
 			dst = append(dst, v...)
