@@ -15,6 +15,7 @@
 package main
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/wasmgate/gateway/pluginsdk"
@@ -146,6 +147,10 @@ func (a *Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
 
 // AdaptStream translates a batch of SSE events of streamGenerateContent.
 func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) {
+	if b := bytes.TrimSpace(in.Batch); len(b) == 0 || isNull(b) {
+		// The last call of a stream may carry no events, only the end flag.
+		in.Batch = []byte("[]")
+	}
 	if !validJSON(in.Batch) {
 		return pluginsdk.Output{}, badUpstream("stream batch is not valid JSON")
 	}

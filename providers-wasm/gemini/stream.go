@@ -26,6 +26,11 @@ func decodeStreamState(b []byte) (streamState, error) {
 	if len(b) == 0 {
 		return st, nil
 	}
+	// The state is small; validating it keeps a corrupt blob from being
+	// copied (usage) into the output.
+	if !validJSON(b) {
+		return st, pluginsdk.Reject(500, "adapter-gemini: corrupt stream state")
+	}
 	ok := forEachMember(b, func(k, v []byte) bool {
 		n, _ := strconv.ParseUint(string(v), 10, 64)
 		switch string(k) {
