@@ -11,9 +11,11 @@ import (
 )
 
 // The fuzz targets feed the decoders arbitrary bytes. Properties: no panic
-// (the fuzzer reports one), input that is not JSON is an error, and any
-// output produced is valid JSON: the byte-level writers must never emit a
-// broken document, whatever they were given.
+// (the fuzzer reports one) and no hang, errors are *pluginsdk.Error, input
+// that is not JSON is an error, and output is valid JSON. The adapt_*
+// hooks also run with validate_input off: then malformed input may give
+// a best-effort result, but still never a panic, and valid input must
+// still give valid output.
 
 func seeds(f *testing.F, pattern string) {
 	files, _ := filepath.Glob(pattern)
@@ -32,6 +34,7 @@ func seeds(f *testing.F, pattern string) {
 // (the end-of-stream call).
 func checkOutput(t *testing.T, in []byte, out pluginsdk.Output, err error, stream bool) {
 	t.Helper()
+	checkLoose(t, in, out, err)
 	if err != nil {
 		if _, ok := err.(*pluginsdk.Error); !ok {
 			t.Fatalf("error is not a *pluginsdk.Error: %T %v", err, err)
@@ -49,11 +52,29 @@ func checkOutput(t *testing.T, in []byte, out pluginsdk.Output, err error, strea
 	}
 }
 
+// checkLoose checks what holds without input validation.
+func checkLoose(t *testing.T, in []byte, out pluginsdk.Output, err error) {
+	t.Helper()
+	if err != nil {
+		if _, ok := err.(*pluginsdk.Error); !ok {
+			t.Fatalf("error is not a *pluginsdk.Error: %T %v", err, err)
+		}
+		return
+	}
+	if json.Valid(in) && !json.Valid(out.Body) {
+		t.Fatalf("invalid output for valid input %q:\n%s", in, out.Body)
+	}
+}
+
+func loose() *Adapter { a := New(); a.validate = false; return a }
+
 func FuzzAdaptRequest(f *testing.F) {
 	seeds(f, "testdata/request/*.json")
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := New().AdaptRequest(in)
 		checkOutput(t, in, out, err, false)
+		out, err = loose().AdaptRequest(in)
+		checkLoose(t, in, out, err)
 	})
 }
 
@@ -62,6 +83,8 @@ func FuzzAdaptResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := New().AdaptResponse(in)
 		checkOutput(t, in, out, err, false)
+		out, err = loose().AdaptResponse(in)
+		checkLoose(t, in, out, err)
 	})
 }
 
@@ -70,8 +93,11 @@ func FuzzAdaptStream(f *testing.F) {
 	f.Add([]byte(`[{"data":{"error":{"code":503}}}]`), []byte(`{"id":"x","role":1}`), false)
 	f.Add([]byte(`[{"data":"[DONE]"}]`), []byte(`{"usage":{"prompt_tokens":1}}`), true)
 	f.Fuzz(func(t *testing.T, batch, state []byte, end bool) {
-		out, err := New().AdaptStream(pluginsdk.StreamInput{State: state, Batch: batch, End: end})
+		in := pluginsdk.StreamInput{State: state, Batch: batch, End: end}
+		out, err := New().AdaptStream(in)
 		checkOutput(t, batch, out, err, true)
+		out, err = loose().AdaptStream(in)
+		checkLoose(t, batch, out, err)
 	})
 }
 

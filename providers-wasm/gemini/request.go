@@ -334,6 +334,9 @@ func appendContents(dst, messages []byte, gemini3 bool) (_, sys []byte, err erro
 			dst = append(dst, `{"role":"user","parts":[`...)
 			var n int
 			dst, n, err = appendParts(dst, msg.content, false)
+			if err != nil {
+				break // dst is nil: the error ends the walk
+			}
 			if n == 0 {
 				dst = dst[:start] // Gemini rejects a turn without parts
 			} else {
@@ -347,6 +350,9 @@ func appendContents(dst, messages []byte, gemini3 bool) (_, sys []byte, err erro
 			dst, n, err = appendParts(dst, msg.content, true)
 			if err == nil && msg.toolCalls != nil {
 				dst, calls, err = appendFunctionCalls(dst, msg.toolCalls, names, gemini3)
+			}
+			if err != nil {
+				break
 			}
 			if n+calls == 0 {
 				dst = dst[:start]

@@ -42,9 +42,11 @@ func chatResponse(dst, body []byte, model string) ([]byte, error) {
 	dst = jsonx.AppendString(dst, model)
 	dst = append(dst, `,"choices":[`...)
 	n := 0
+	var buf [8]part
+	parts := buf[:0]
 	forEachElem(cands, func(i int, c []byte) {
 		dst = appendComma(dst)
-		dst = appendChoice(dst, c, i)
+		dst, parts = appendChoice(dst, c, i, parts)
 		n++
 	})
 	if n == 0 && feedback != nil {
@@ -70,13 +72,59 @@ func completionID(responseID string) string {
 	return "chatcmpl-" + hex.EncodeToString(b[:])
 }
 
-// appendChoice writes one choice of a candidate. Parts are walked three
-// times (text, thoughts, calls) instead of buffering: a candidate has a
-// handful of parts and the spans are copied straight into dst.
-func appendChoice(dst, c []byte, pos int) []byte {
-	parts := get(get(c, "content"), "parts")
+// part is one Gemini content part, read in a single pass over its
+// members: scanning a part once per question would walk its text again
+// each time, and texts are most of the bytes.
+type part struct {
+	text, call, sig []byte // raw values; nil when absent
+	thought         bool
+}
+
+func readPart(p []byte) part {
+	var pt part
+	forEachMember(p, func(k, v []byte) bool {
+		switch string(k) {
+		case "text":
+			if isString(v) {
+				pt.text = v
+			}
+		case "thought":
+			pt.thought = string(v) == "true"
+		case "functionCall":
+			if isObject(v) {
+				pt.call = v
+			}
+		case "thoughtSignature":
+			pt.sig = v
+		}
+		return true
+	})
+	return pt
+}
+
+// readParts reads a candidate's parts into buf (reused by the caller).
+func readParts(buf []part, c []byte) []part {
+	forEachElem(get(get(c, "content"), "parts"), func(_ int, p []byte) {
+		buf = append(buf, readPart(p))
+	})
+	return buf
+}
+
+// appendChoice writes one choice of a candidate.
+func appendChoice(dst, c []byte, pos int, buf []part) ([]byte, []part) {
+	parts := readParts(buf[:0], c)
+	var idx, finish []byte
+	forEachMember(c, func(k, v []byte) bool {
+		switch string(k) {
+		case "index":
+			idx = v
+		case "finishReason":
+			finish = v
+		}
+		return true
+	})
 	dst = append(dst, `{"index":`...)
-	if idx := get(c, "index"); idx != nil {
+	if idx != nil {
 		dst = append(dst, idx...)
 	} else {
 		dst = strconv.AppendInt(dst, int64(pos), 10)
@@ -88,53 +136,49 @@ func appendChoice(dst, c []byte, pos int) []byte {
 		dst = appendTexts(dst, parts, true, `""`)
 	}
 	calls := 0
-	forEachElem(parts, func(_ int, p []byte) {
-		fc := get(p, "functionCall")
-		if fc == nil {
-			return
+	for _, p := range parts {
+		if p.call == nil {
+			continue
 		}
 		if calls == 0 {
 			dst = append(dst, `,"tool_calls":[`...)
 		} else {
 			dst = append(dst, ',')
 		}
-		dst = appendToolCall(dst, fc, get(p, "thoughtSignature"), calls, false)
+		dst = appendToolCall(dst, p.call, p.sig, calls, false)
 		calls++
-	})
+	}
 	if calls > 0 {
 		dst = append(dst, ']')
 	}
 	dst = append(dst, `},"finish_reason":`...)
-	dst = jsonx.AppendString(dst, finishReason(unquote(get(c, "finishReason")), calls > 0))
-	return append(dst, '}')
+	dst = jsonx.AppendString(dst, finishReason(unquote(finish), calls > 0))
+	return append(dst, '}'), parts
 }
 
 // hasText reports whether parts hold non-empty text of the kind asked
 // (thought or answer).
-func hasText(parts []byte, thought bool) bool {
-	found := false
-	forEachElem(parts, func(_ int, p []byte) {
-		if t := get(p, "text"); isString(t) && len(t) > 2 && isThought(p) == thought {
-			found = true
+func hasText(parts []part, thought bool) bool {
+	for _, p := range parts {
+		if len(p.text) > 2 && p.thought == thought {
+			return true
 		}
-	})
-	return found
+	}
+	return false
 }
-
-func isThought(p []byte) bool { return string(get(p, "thought")) == "true" }
 
 // appendTexts joins the texts of one kind into one JSON string by
 // concatenating their escaped contents; empty when there is none.
-func appendTexts(dst, parts []byte, thought bool, empty string) []byte {
+func appendTexts(dst []byte, parts []part, thought bool, empty string) []byte {
 	if !hasText(parts, thought) {
 		return append(dst, empty...)
 	}
 	dst = append(dst, '"')
-	forEachElem(parts, func(_ int, p []byte) {
-		if t := get(p, "text"); isString(t) && isThought(p) == thought {
-			dst = append(dst, inner(t)...)
+	for _, p := range parts {
+		if p.text != nil && p.thought == thought {
+			dst = append(dst, inner(p.text)...)
 		}
-	})
+	}
 	return append(dst, '"')
 }
 

@@ -201,39 +201,41 @@ func appendStreamEvent(dst []byte, st *streamState, data []byte) []byte {
 		}
 		return dst
 	}
+	var buf [8]part
+	parts := buf[:0]
 	forEachElem(cands, func(_ int, c []byte) {
 		idx := int(getInt(c, "index"))
 		bit := candBit(idx)
 		emitted := false
-		forEachElem(get(get(c, "content"), "parts"), func(_ int, p []byte) {
-			if fc := get(p, "functionCall"); fc != nil {
+		parts = readParts(parts[:0], c)
+		for _, p := range parts {
+			if p.call != nil {
 				k := st.tools
 				st.tools++
 				st.calls |= bit
 				dst = appendDelta(dst, st, idx, "", func(d []byte) []byte {
 					d = appendComma(d)
 					d = append(d, `"tool_calls":[`...)
-					d = appendToolCall(d, fc, get(p, "thoughtSignature"), k, true)
+					d = appendToolCall(d, p.call, p.sig, k, true)
 					return append(d, ']')
 				})
 				emitted = true
-				return
+				continue
 			}
-			t := get(p, "text")
-			if !isString(t) || len(t) == 2 {
-				return
+			if len(p.text) <= 2 {
+				continue
 			}
 			key := `"content":`
-			if isThought(p) {
+			if p.thought {
 				key = `"reasoning_content":`
 			}
 			dst = appendDelta(dst, st, idx, "", func(d []byte) []byte {
 				d = appendComma(d)
 				d = append(d, key...)
-				return append(d, t...)
+				return append(d, p.text...)
 			})
 			emitted = true
-		})
+		}
 		if !emitted && st.role&bit == 0 {
 			// The role chunk first, even when the first event is empty.
 			dst = appendDelta(dst, st, idx, "", func(d []byte) []byte { return append(d, `,"content":""`...) })
