@@ -57,6 +57,11 @@ type AdaptResponseInput struct {
 	Body RawJSON `json:"body"`
 	// Context is the UpstreamRequest.Context adapt_request returned.
 	Context string `json:"context,omitempty"`
+	// EncodingFormat is the unified embeddings request's encoding_format
+	// ("base64", or empty for floats). Upstreams answer floats; the adapter
+	// packs them when the client asked for base64, which the official
+	// OpenAI SDKs do by default.
+	EncodingFormat string `json:"encoding_format,omitempty"`
 }
 
 // UpstreamEvent is one element of the JSON array an adapt_stream batch

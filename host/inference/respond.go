@@ -221,9 +221,15 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 				hdr[k] = v
 			}
 		}
-		out, err = res.adapter.AdaptResponse(c.UserContext(), &AdaptResponseInput{RequestType: res.reqType,
+		in := &AdaptResponseInput{RequestType: res.reqType,
 			Provider: res.target.Provider, Model: res.resolved, Status: res.resp.StatusCode, Headers: hdr, Body: rawJSON(body),
-			Context: res.context})
+			Context: res.context}
+		if cl.reqType == TypeEmbedding {
+			if f, ok := jsonx.StringField(cl.p.body, "encoding_format"); ok {
+				in.EncodingFormat = string(f)
+			}
+		}
+		out, err = res.adapter.AdaptResponse(c.UserContext(), in)
 		if err != nil {
 			e := adapterError(res.adapter, "adapt_response", err)
 			if e.StatusCode < 500 {
