@@ -148,14 +148,19 @@ func appendToolCall(dst, tu []byte, index int) ([]byte, error) {
 	id, _ := strField(tu, "toolUseId")
 	name, _ := strField(tu, "name")
 	input, ok := field(tu, "input")
-	if !ok || isNull(input) {
-		input = []byte("{}")
-	}
-	// arguments is the input document as a JSON string; compacting first
-	// keeps it byte-stable whatever whitespace the service used.
 	var args bytes.Buffer
-	if err := json.Compact(&args, input); err != nil {
-		return nil, badUpstream("toolUse input is not JSON")
+	switch {
+	case (!ok || isNull(input)) && index >= 0:
+		// A streamed tool call's start has no input: the arguments follow
+		// in deltas, so the first fragment is empty.
+	case !ok || isNull(input):
+		args.WriteString("{}")
+	default:
+		// arguments is the input document as a JSON string; compacting
+		// keeps it byte-stable whatever whitespace the service used.
+		if err := json.Compact(&args, input); err != nil {
+			return nil, badUpstream("toolUse input is not JSON")
+		}
 	}
 	dst = append(dst, '{')
 	if index >= 0 {
