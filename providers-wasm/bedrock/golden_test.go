@@ -192,7 +192,7 @@ func TestRequestErrors(t *testing.T) {
 	msgs := `{"messages":[{"role":"user","content":"hi"}]}`
 	for _, c := range []struct {
 		name, in, want string
-		code        int
+		code           int
 	}{
 		{"no region", `{"request_type":"chat.completion","model":"m",` + body(msgs) + `}`, "bedrock_key_config.region", 400},
 		{"bad region", `{"request_type":"chat.completion","model":"m","key_config":{"region":"evil.com/x"},` + body(msgs) + `}`, "not an AWS region", 400},
@@ -251,7 +251,7 @@ func TestRoleHeldUntilContent(t *testing.T) {
 
 func TestEscapePathLabel(t *testing.T) {
 	for in, want := range map[string]string{
-		"anthropic.claude-3-5-sonnet-20240620-v1:0":                       "anthropic.claude-3-5-sonnet-20240620-v1%3A0",
+		"anthropic.claude-3-5-sonnet-20240620-v1:0":                        "anthropic.claude-3-5-sonnet-20240620-v1%3A0",
 		"arn:aws:bedrock:us-east-1:1:inference-profile/us.meta.llama-v1:0": "arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.meta.llama-v1%3A0",
 		"a b~_.": "a%20b~_.",
 	} {
