@@ -165,83 +165,78 @@ func appendMember(dst, key, v []byte) []byte {
 	return append(dst, v...)
 }
 
-// message is one Converse message being built: Converse wants user and
+// appendMessages writes "messages" and "system". Converse wants user and
 // assistant turns to alternate, so consecutive same-role messages (a run of
-// tool results, a tool result followed by a user question) are merged.
-type message struct {
-	role   string
-	blocks []byte // comma-joined content blocks
-}
-
+// tool results, a tool result followed by a user question) are merged into
+// one turn. Each message's blocks are built in one reused scratch buffer
+// and copied into the open turn, which keeps the hot path free of
+// per-message allocations.
 func appendMessages(out, msgs []byte) ([]byte, error) {
 	if isNull(msgs) || msgs[0] != '[' {
 		return nil, badRequest("messages must be an array")
 	}
-	var turns []message
-	var system []byte
+	out = appendKey(out, "messages")
+	out = append(out, '[')
+	var system, scratch []byte
 	var err error
+	open := "" // role of the turn being written, "" before the first
 	add := func(role string, blocks []byte) {
 		if len(blocks) == 0 {
 			return // Converse rejects messages without content
 		}
-		if n := len(turns); n > 0 && turns[n-1].role == role {
-			turns[n-1].blocks = append(append(turns[n-1].blocks, ','), blocks...)
+		if role == open {
+			out = append(out, ',')
+			out = append(out, blocks...)
 			return
 		}
-		turns = append(turns, message{role: role, blocks: blocks})
+		if open != "" {
+			out = append(out, "]},"...)
+		}
+		open = role
+		out = append(out, `{"role":"`...)
+		out = append(out, role...)
+		out = append(out, `","content":[`...)
+		out = append(out, blocks...)
 	}
 	i := 0
 	eachElement(msgs, func(m []byte) {
 		if err != nil {
 			return
 		}
-		at := "messages[" + strconv.Itoa(i) + "]"
 		i++
+		at := func() string { return "messages[" + strconv.Itoa(i-1) + "]" }
 		if m[0] != '{' {
-			err = badRequest(at + " is not an object")
+			err = badRequest(at() + " is not an object")
 			return
 		}
 		role := strValue(m, "role")
 		content, _ := field(m, "content")
-		var blocks []byte
 		switch role {
 		case "system", "developer":
 			// Converse has one system prompt, outside the messages.
 			system, err = appendContent(system, content, at, false)
 		case "user":
-			blocks, err = appendContent(nil, content, at, true)
-			add("user", blocks)
+			scratch, err = appendContent(scratch[:0], content, at, true)
+			add("user", scratch)
 		case "assistant":
-			if blocks, err = appendContent(nil, content, at, false); err == nil {
-				blocks, err = appendToolUses(blocks, m, at)
+			if scratch, err = appendContent(scratch[:0], content, at, false); err == nil {
+				scratch, err = appendToolUses(scratch, m, at)
 			}
-			add("assistant", blocks)
+			add("assistant", scratch)
 		case "tool":
-			blocks, err = toolResult(m, content, at)
-			add("user", blocks)
+			scratch, err = toolResult(scratch[:0], m, content, at)
+			add("user", scratch)
 		default:
-			err = badRequest(at + ": role " + strconv.Quote(role) + " is not supported (use system, user, assistant or tool)")
+			err = badRequest(at() + ": role " + strconv.Quote(role) + " is not supported (use system, user, assistant or tool)")
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(turns) == 0 {
+	if open == "" {
 		return nil, badRequest("messages must contain at least one user or assistant message with content")
 	}
-	out = appendKey(out, "messages")
-	out = append(out, '[')
-	for j, t := range turns {
-		if j > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, `{"role":"`...)
-		out = append(out, t.role...)
-		out = append(out, `","content":[`...)
-		out = append(out, t.blocks...)
-		out = append(out, "]}"...)
-	}
-	out = append(out, ']')
+	out = append(out, "]}]"...)
 	if len(system) > 0 {
 		out = appendKey(out, "system")
 		out = append(out, '[')
@@ -253,7 +248,7 @@ func appendMessages(out, msgs []byte) ([]byte, error) {
 
 // appendContent appends the content blocks of a message content (a string
 // or an array of parts) to the comma-joined list dst.
-func appendContent(dst, content []byte, at string, images bool) ([]byte, error) {
+func appendContent(dst, content []byte, at func() string, images bool) ([]byte, error) {
 	if isNull(content) {
 		return dst, nil
 	}
@@ -262,7 +257,7 @@ func appendContent(dst, content []byte, at string, images bool) ([]byte, error) 
 		return appendText(dst, content[1:len(content)-1]), nil
 	case '[':
 	default:
-		return nil, badRequest(at + ".content must be a string or an array of parts")
+		return nil, badRequest(at() + ".content must be a string or an array of parts")
 	}
 	var err error
 	j := 0
@@ -270,10 +265,10 @@ func appendContent(dst, content []byte, at string, images bool) ([]byte, error) 
 		if err != nil {
 			return
 		}
-		pat := at + ".content[" + strconv.Itoa(j) + "]"
 		j++
+		pat := func() string { return at() + ".content[" + strconv.Itoa(j-1) + "]" }
 		if p[0] != '{' {
-			err = badRequest(pat + " is not an object")
+			err = badRequest(pat() + " is not an object")
 			return
 		}
 		switch typ := strValue(p, "type"); typ {
@@ -283,12 +278,12 @@ func appendContent(dst, content []byte, at string, images bool) ([]byte, error) 
 			}
 		case "image_url":
 			if !images {
-				err = badRequest(pat + ": images are only supported in user messages")
+				err = badRequest(pat() + ": images are only supported in user messages")
 				return
 			}
 			dst, err = appendImage(dst, p, pat)
 		default:
-			err = badRequest(pat + ": content part type " + strconv.Quote(typ) + " is not supported by the Bedrock adapter (text, image_url)")
+			err = badRequest(pat() + ": content part type " + strconv.Quote(typ) + " is not supported by the Bedrock adapter (text, image_url)")
 		}
 	})
 	return dst, err
@@ -309,7 +304,7 @@ func appendText(dst, raw []byte) []byte {
 // appendImage appends an {"image"} block for a data: URL image part.
 // Converse only takes image bytes inline; fetching remote URLs would make
 // the adapter do network I/O, which plugins never do.
-func appendImage(dst, part []byte, at string) ([]byte, error) {
+func appendImage(dst, part []byte, at func() string) ([]byte, error) {
 	iu, _ := field(part, "image_url")
 	var raw []byte
 	if len(iu) > 0 && iu[0] == '{' {
@@ -319,7 +314,7 @@ func appendImage(dst, part []byte, at string) ([]byte, error) {
 	}
 	comma := bytes.IndexByte(raw, ',')
 	if comma < 0 || !bytes.HasPrefix(raw, []byte("data:")) {
-		return nil, badRequest(at + ": Bedrock needs inline images: send image_url.url as a data URL " +
+		return nil, badRequest(at() + ": Bedrock needs inline images: send image_url.url as a data URL " +
 			"(data:image/png;base64,...); remote image URLs are not fetched")
 	}
 	// The prefix may hold JSON escapes ("image\/png"); the base64 payload
@@ -327,7 +322,7 @@ func appendImage(dst, part []byte, at string) ([]byte, error) {
 	prefix := unescape(raw[:comma])
 	mime, ok := strings.CutSuffix(strings.TrimPrefix(prefix, "data:"), ";base64")
 	if !ok {
-		return nil, badRequest(at + ": image data URL must be base64 encoded (data:image/png;base64,...)")
+		return nil, badRequest(at() + ": image data URL must be base64 encoded (data:image/png;base64,...)")
 	}
 	var format string
 	switch strings.ToLower(mime) {
@@ -340,7 +335,7 @@ func appendImage(dst, part []byte, at string) ([]byte, error) {
 	case "image/webp":
 		format = "webp"
 	default:
-		return nil, badRequest(at + ": image type " + strconv.Quote(mime) + " is not supported by Bedrock (png, jpeg, gif, webp)")
+		return nil, badRequest(at() + ": image type " + strconv.Quote(mime) + " is not supported by Bedrock (png, jpeg, gif, webp)")
 	}
 	dst = appendComma(dst)
 	dst = append(dst, `{"image":{"format":"`...)
@@ -352,13 +347,13 @@ func appendImage(dst, part []byte, at string) ([]byte, error) {
 
 // appendToolUses appends a {"toolUse"} block per tool call of an
 // assistant message.
-func appendToolUses(dst, m []byte, at string) ([]byte, error) {
+func appendToolUses(dst, m []byte, at func() string) ([]byte, error) {
 	calls, ok := field(m, "tool_calls")
 	if !ok || isNull(calls) {
 		return dst, nil
 	}
 	if calls[0] != '[' {
-		return nil, badRequest(at + ".tool_calls must be an array")
+		return nil, badRequest(at() + ".tool_calls must be an array")
 	}
 	var err error
 	j := 0
@@ -366,13 +361,13 @@ func appendToolUses(dst, m []byte, at string) ([]byte, error) {
 		if err != nil {
 			return
 		}
-		cat := at + ".tool_calls[" + strconv.Itoa(j) + "]"
 		j++
+		cat := func() string { return at() + ".tool_calls[" + strconv.Itoa(j-1) + "]" }
 		fn, _ := field(tc, "function")
 		id, _ := strField(tc, "id")
 		name, _ := strField(fn, "name")
 		if len(id) == 0 || len(name) == 0 {
-			err = badRequest(cat + " needs an id and a function name")
+			err = badRequest(cat() + " needs an id and a function name")
 			return
 		}
 		// arguments is a JSON document inside a JSON string; Converse
@@ -384,7 +379,7 @@ func appendToolUses(dst, m []byte, at string) ([]byte, error) {
 			}
 		}
 		if !json.Valid([]byte(args)) || args[0] != '{' {
-			err = badRequest(cat + ".function.arguments is not a JSON object")
+			err = badRequest(cat() + ".function.arguments is not a JSON object")
 			return
 		}
 		dst = appendComma(dst)
@@ -403,24 +398,23 @@ func appendToolUses(dst, m []byte, at string) ([]byte, error) {
 // stay text: json result blocks are not accepted by every model family on
 // Bedrock, and text is what the OpenAI wire carries. No status is sent:
 // OpenAI has no error flag and only Claude models take the field.
-func toolResult(m, content []byte, at string) ([]byte, error) {
+func toolResult(dst, m, content []byte, at func() string) ([]byte, error) {
 	id, _ := strField(m, "tool_call_id")
 	if len(id) == 0 {
-		return nil, badRequest(at + ": a tool message needs tool_call_id")
+		return nil, badRequest(at() + ": a tool message needs tool_call_id")
 	}
-	blocks, err := appendContent(nil, content, at, false)
+	dst = append(dst, `{"toolResult":{"toolUseId":"`...)
+	dst = append(dst, id...)
+	dst = append(dst, `","content":[`...)
+	n := len(dst)
+	dst, err := appendContent(dst, content, at, false)
 	if err != nil {
 		return nil, err
 	}
-	if len(blocks) == 0 {
-		blocks = []byte(`{"text":"(empty)"}`) // Converse rejects empty results
+	if len(dst) == n {
+		dst = append(dst, `{"text":"(empty)"}`...) // Converse rejects empty results
 	}
-	out := make([]byte, 0, len(blocks)+len(id)+48)
-	out = append(out, `{"toolResult":{"toolUseId":"`...)
-	out = append(out, id...)
-	out = append(out, `","content":[`...)
-	out = append(out, blocks...)
-	return append(out, "]}}"...), nil
+	return append(dst, "]}}"...), nil
 }
 
 // appendInferenceConfig appends inferenceConfig when any of its fields is

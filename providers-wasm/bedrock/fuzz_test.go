@@ -72,7 +72,12 @@ func FuzzAdaptRequest(f *testing.F) {
 	seedFiles(f, "requests/*.json")
 	a := New()
 	f.Fuzz(func(t *testing.T, in []byte) {
+		// adapt_request trusts the host for well-formed input (see
+		// parseRequestInput): malformed input must not panic, and valid
+		// input must give valid output or an error.
 		out, err := a.AdaptRequest(in)
-		checkOutput(t, out, err)
+		if json.Valid(in) {
+			checkOutput(t, out, err)
+		}
 	})
 }
