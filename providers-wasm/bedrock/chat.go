@@ -276,6 +276,17 @@ func appendContent(dst, content []byte, at func() string, images bool) ([]byte, 
 			if t, ok := strField(p, "text"); ok {
 				dst = appendText(dst, t)
 			}
+			// Anthropic-style cache_control marks the end of a cacheable
+			// prefix; Converse expresses that as a cachePoint block.
+			if cc, ok := field(p, "cache_control"); ok && !isNull(cc) && len(dst) > 0 {
+				dst = append(appendComma(dst), `{"cachePoint":{"type":"default"}}`...)
+			}
+		case "file":
+			if !images {
+				err = badRequest(pat() + ": files are only supported in user messages")
+				return
+			}
+			dst, err = appendDocument(dst, p, j, pat)
 		case "image_url":
 			if !images {
 				err = badRequest(pat() + ": images are only supported in user messages")
@@ -343,6 +354,64 @@ func appendImage(dst, part []byte, at func() string) ([]byte, error) {
 	dst = append(dst, `","source":{"bytes":"`...)
 	dst = append(dst, raw[comma+1:]...)
 	return append(dst, `"}}}`...), nil
+}
+
+// documentFormats maps data URL media types to Converse document formats.
+var documentFormats = map[string]string{
+	"application/pdf": "pdf", "text/csv": "csv", "text/html": "html", "text/plain": "txt", "text/markdown": "md",
+	"application/msword": "doc", "application/vnd.ms-excel": "xls",
+	"application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet":       "xlsx",
+}
+
+// appendDocument appends a {"document"} block for a "file" part carrying
+// file_data as a data URL (uploaded file ids cannot be resolved here).
+func appendDocument(dst, part []byte, n int, at func() string) ([]byte, error) {
+	f, _ := field(part, "file")
+	raw, _ := strField(f, "file_data")
+	comma := bytes.IndexByte(raw, ',')
+	if comma < 0 || !bytes.HasPrefix(raw, []byte("data:")) {
+		return nil, badRequest(at() + ": Bedrock needs inline files: send file.file_data as a base64 data URL; file ids are not supported")
+	}
+	mime, ok := strings.CutSuffix(strings.TrimPrefix(unescape(raw[:comma]), "data:"), ";base64")
+	format := documentFormats[strings.ToLower(mime)]
+	if !ok || format == "" {
+		return nil, badRequest(at() + ": file type " + strconv.Quote(mime) + " is not supported by Bedrock (pdf, csv, doc, docx, xls, xlsx, html, txt, md as base64 data URLs)")
+	}
+	dst = appendComma(dst)
+	dst = append(dst, `{"document":{"format":"`...)
+	dst = append(dst, format...)
+	dst = append(dst, `","name":`...)
+	dst = appendString(dst, documentName(strValue(f, "filename"), n))
+	dst = append(dst, `,"source":{"bytes":"`...)
+	dst = append(dst, raw[comma+1:]...)
+	return append(dst, `"}}}`...), nil
+}
+
+// documentName derives the name Converse requires from a file name: only
+// letters, digits, single spaces, hyphens, parentheses and square brackets
+// are allowed, and names must differ within a request (n is the part's
+// position, a fallback that keeps them apart).
+func documentName(filename string, n int) string {
+	if i := strings.LastIndexByte(filename, '.'); i > 0 {
+		filename = filename[:i]
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range filename {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-()[]", r):
+			b.WriteRune(r)
+			space = false
+		case !space && b.Len() > 0:
+			b.WriteByte(' ')
+			space = true
+		}
+	}
+	if name := strings.TrimSpace(b.String()); name != "" {
+		return name
+	}
+	return "document-" + strconv.Itoa(n)
 }
 
 // appendToolUses appends a {"toolUse"} block per tool call of an
