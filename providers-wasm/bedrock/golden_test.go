@@ -229,6 +229,7 @@ func TestExceptionMapping(t *testing.T) {
 	for name, code := range map[string]int{
 		"throttlingException": 429, "serviceUnavailableException": 503, "internalServerException": 500,
 		"modelStreamErrorException": 500, "validationException": 400, "somethingNewException": 500,
+		"ThrottlingException": 429, "modelTimeoutException": 408, "": 500,
 	} {
 		batch := `[{"event":"messageStart","data":{"role":"assistant"}},{"event":"` + name +
 			`","data":{"message":"nope: ` + name + `"},"exception":true}]`

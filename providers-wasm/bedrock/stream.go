@@ -75,6 +75,11 @@ func (s *streamState) toolIndex(blk int64) (int, bool) {
 // exceptionStatus maps a ConverseStream exception to the HTTP status it
 // stands for, which drives the host's retry and fallback decisions.
 func exceptionStatus(name string) int {
+	// Exception types are camelCase in :exception-type but an :error-code
+	// may spell them with a capital first letter.
+	if name != "" && name[0] >= 'A' && name[0] <= 'Z' {
+		name = string(name[0]+'a'-'A') + name[1:]
+	}
 	switch name {
 	case "throttlingException":
 		return 429
