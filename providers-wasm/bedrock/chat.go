@@ -15,7 +15,7 @@ import (
 var droppedFields = map[string]bool{
 	"model": true, "messages": true, "stream": true, "stream_options": true, "n": true, "seed": true,
 	"user": true, "metadata": true, "logprobs": true, "top_logprobs": true, "presence_penalty": true,
-	"frequency_penalty": true, "logit_bias": true, "parallel_tool_calls": true, "response_format": true,
+	"frequency_penalty": true, "logit_bias": true, "parallel_tool_calls": true,
 	"service_tier": true, "store": true, "modalities": true, "audio": true, "prediction": true,
 	"web_search_options": true, "prompt_cache_key": true, "safety_identifier": true, "verbosity": true,
 	"fallbacks": true,
@@ -32,6 +32,7 @@ var nativeFields = map[string]bool{
 type chatFields struct {
 	messages, maxTokens, maxCompletionTokens, temperature, topP, stop []byte
 	tools, toolChoice, reasoningEffort, reasoning, additional         []byte
+	responseFormat                                                    []byte
 	native                                                            []byte // `"k":v` members, comma-joined
 	extra                                                             []member
 }
@@ -78,6 +79,8 @@ func converseBody(b []byte, model string) ([]byte, error) {
 			f.tools = v
 		case "tool_choice":
 			f.toolChoice = v
+		case "response_format":
+			f.responseFormat = v
 		case "reasoning_effort":
 			f.reasoningEffort = v
 		case "reasoning":
@@ -117,7 +120,11 @@ func converseBody(b []byte, model string) ([]byte, error) {
 	if out, err = appendInferenceConfig(out, maxTokens, f.temperature, f.topP, f.stop); err != nil {
 		return nil, err
 	}
-	if out, err = appendToolConfig(out, f.tools, f.toolChoice); err != nil {
+	schema, err := jsonSchema(f.responseFormat)
+	if err != nil {
+		return nil, err
+	}
+	if out, err = appendToolConfig(out, f.tools, f.toolChoice, schema); err != nil {
 		return nil, err
 	}
 	if len(f.extra) > 0 || len(thinking) > 0 || !isNull(f.additional) {
@@ -531,16 +538,47 @@ func appendInferenceConfig(out, maxTokens, temperature, topP, stop []byte) ([]by
 	return append(out, '}'), nil
 }
 
-// appendToolConfig translates tools and tool_choice.
-func appendToolConfig(out, tools, choice []byte) ([]byte, error) {
+// jsonToolName is the tool that carries structured output. Converse has no
+// response_format; a tool whose input schema is the requested JSON schema,
+// which the model is made to call, gives the same guarantee. The response
+// and stream mapping turn that call back into message content.
+const jsonToolName = "json_tool_call"
+
+// jsonSchema returns the schema of a json_schema response_format, nil for
+// none. json_object has no schema to enforce and is left to the prompt.
+func jsonSchema(rf []byte) ([]byte, error) {
+	if isNull(rf) || rf[0] != '{' || strValue(rf, "type") != "json_schema" {
+		return nil, nil
+	}
+	js, _ := field(rf, "json_schema")
+	if schema, ok := field(js, "schema"); ok && len(schema) > 0 && schema[0] == '{' {
+		return schema, nil
+	}
+	return []byte(`{"type":"object"}`), nil
+}
+
+// appendToolConfig translates tools and tool_choice, adding the structured
+// output tool when schema is set.
+func appendToolConfig(out, tools, choice, schema []byte) ([]byte, error) {
 	if isNull(tools) {
-		return out, nil
+		tools = []byte("[]")
 	}
 	if tools[0] != '[' {
 		return nil, badRequest("tools must be an array")
 	}
 	var err error
 	var specs []byte
+	if schema != nil {
+		specs = append(specs, `{"toolSpec":{"name":"`+jsonToolName+`","description":"Answer with a JSON object that matches this schema.","inputSchema":{"json":`...)
+		specs = append(specs, schema...)
+		specs = append(specs, "}}}"...)
+		if string(tools) == "[]" {
+			// Without tools of the client's, force the JSON answer. With
+			// them, the client's tool_choice stands and the model picks
+			// between calling a tool and answering.
+			choice = []byte(`{"type":"function","function":{"name":"` + jsonToolName + `"}}`)
+		}
+	}
 	j := 0
 	eachElement(tools, func(t []byte) {
 		if err != nil {

@@ -163,7 +163,12 @@ func streamAll(t testing.TB, events []byte, n int) ([]json.RawMessage, error) {
 }
 
 func TestStreamGolden(t *testing.T) {
-	for _, name := range []string{"reasoning", "tool_use"} {
+	m, _ := filepath.Glob(filepath.Join("testdata", "stream", "*.events.json"))
+	if len(m) < 3 {
+		t.Fatalf("stream transcripts missing: %v", m)
+	}
+	for _, p := range m {
+		name := strings.TrimSuffix(filepath.Base(p), ".events.json")
 		t.Run(name, func(t *testing.T) {
 			events := readJSON(t, "stream/"+name+".events.json")
 			one, err := streamAll(t, events, 1)

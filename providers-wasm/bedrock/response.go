@@ -82,6 +82,7 @@ func chatResponse(body []byte, id, model string, created int64) ([]byte, error) 
 	content, _ := field(msg, "content")
 	var text, reasoning, calls []byte
 	nCalls := 0
+	jsonAnswer := false
 	var err error
 	if len(content) > 0 && content[0] == '[' {
 		eachElement(content, func(blk []byte) {
@@ -94,6 +95,18 @@ func chatResponse(body []byte, id, model string, created int64) ([]byte, error) 
 				return
 			}
 			if tu, ok := field(blk, "toolUse"); ok && len(tu) > 0 && tu[0] == '{' {
+				if n, _ := strField(tu, "name"); string(n) == jsonToolName {
+					// The structured output answer (see jsonToolName).
+					in, _ := field(tu, "input")
+					var c bytes.Buffer
+					if json.Compact(&c, in) != nil {
+						err = badUpstream("toolUse input is not JSON")
+						return
+					}
+					text = appendEscaped(text, c.Bytes())
+					jsonAnswer = true
+					return
+				}
 				calls = appendComma(calls)
 				calls, err = appendToolCall(calls, tu, -1)
 				nCalls++
@@ -132,8 +145,12 @@ func chatResponse(body []byte, id, model string, created int64) ([]byte, error) 
 		out = append(out, calls...)
 		out = append(out, ']')
 	}
+	finish := finishReason(stop)
+	if jsonAnswer && nCalls == 0 {
+		finish = "stop" // the client asked for an answer, not a tool call
+	}
 	out = append(out, `},"finish_reason":"`...)
-	out = append(out, finishReason(stop)...)
+	out = append(out, finish...)
 	out = append(out, `"}]`...)
 	if u, ok := field(body, "usage"); ok && len(u) > 0 && u[0] == '{' {
 		out = append(out, `,"usage":`...)
@@ -230,4 +247,11 @@ func listModelsResponse(provider string, body []byte) ([]byte, error) {
 		out = append(out, '}')
 	})
 	return append(out, "]}"...), nil
+}
+
+// appendEscaped appends the escaped content of s as a JSON string would
+// hold it (no quotes).
+func appendEscaped(dst, s []byte) []byte {
+	q := appendString(nil, string(s))
+	return append(dst, q[1:len(q)-1]...)
 }

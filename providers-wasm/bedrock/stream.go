@@ -17,10 +17,14 @@ type streamState struct {
 	created  int64
 	roleSent bool
 	tools    []int64
+	// jsonBlock is the content block of the structured output tool call
+	// (see jsonToolName), -1 when there is none: its input streams as
+	// content.
+	jsonBlock int64
 }
 
 func parseState(b []byte) (streamState, error) {
-	var s streamState
+	s := streamState{jsonBlock: -1}
 	if len(b) == 0 {
 		s.id, s.created = newID(), time.Now().Unix()
 		return s, nil
@@ -32,6 +36,9 @@ func parseState(b []byte) (streamState, error) {
 	s.created, _ = intValue(b, "created")
 	if v, ok := field(b, "role"); ok {
 		s.roleSent = string(v) == "true"
+	}
+	if n, ok := intValue(b, "json"); ok {
+		s.jsonBlock = n
 	}
 	if v, ok := field(b, "tools"); ok && len(v) > 0 && v[0] == '[' {
 		eachElement(v, func(n []byte) {
@@ -50,6 +57,8 @@ func (s *streamState) encode() []byte {
 	b = strconv.AppendInt(b, s.created, 10)
 	b = append(b, `,"role":`...)
 	b = strconv.AppendBool(b, s.roleSent)
+	b = append(b, `,"json":`...)
+	b = strconv.AppendInt(b, s.jsonBlock, 10)
 	b = append(b, `,"tools":[`...)
 	for i, t := range s.tools {
 		if i > 0 {
@@ -163,6 +172,10 @@ func (c *chunker) event(ev []byte) error {
 			return nil
 		}
 		blk, _ := intValue(data, "contentBlockIndex")
+		if n, _ := strField(tu, "name"); string(n) == jsonToolName {
+			c.st.jsonBlock = blk
+			return nil
+		}
 		idx, _ := c.st.toolIndex(blk)
 		d = append(d, `"tool_calls":[`...)
 		var err error
@@ -182,6 +195,13 @@ func (c *chunker) event(ev []byte) error {
 		} else if tu, ok := field(delta, "toolUse"); ok && len(tu) > 0 && tu[0] == '{' {
 			frag, _ := strField(tu, "input")
 			blk, _ := intValue(data, "contentBlockIndex")
+			if blk == c.st.jsonBlock {
+				if len(frag) > 0 {
+					c.choice(appendRawString(append(d, `"content":`...), frag), "null")
+				}
+				c.d = d
+				return nil
+			}
 			idx, _ := c.st.toolIndex(blk)
 			d = append(d, `"tool_calls":[{"index":`...)
 			d = strconv.AppendInt(d, int64(idx), 10)
@@ -196,7 +216,11 @@ func (c *chunker) event(ev []byte) error {
 		}
 	case "messageStop":
 		stop, _ := strField(data, "stopReason")
-		c.choice(d, `"`+finishReason(stop)+`"`)
+		finish := finishReason(stop)
+		if c.st.jsonBlock >= 0 && len(c.st.tools) == 0 {
+			finish = "stop" // a structured answer, not a tool call
+		}
+		c.choice(d, `"`+finish+`"`)
 	case "metadata":
 		u, ok := field(data, "usage")
 		if !ok || len(u) == 0 || u[0] != '{' {
