@@ -19,13 +19,16 @@ type reqInput struct {
 	body        []byte
 }
 
-// parseRequestInput reads the envelope. Unlike the response and stream
-// hooks it does not run json.Valid first: the host builds this input with
-// encoding/json from a body it validated at ingress, and validating 2 KB
-// again was half the hook's time. Malformed input still cannot panic (the
-// scanners report ok=false) and fails the structural checks below.
+// parseRequestInput reads the envelope. The host builds it with
+// encoding/json from a body it validated at ingress, so validJSON is a
+// guard rather than a filter: it keeps the promise that the spans copied
+// to the output are well-formed whoever calls the hook, at about a fifth
+// of the hook's time (json.Valid took half).
 func parseRequestInput(in []byte) (reqInput, error) {
 	var r reqInput
+	if !validJSON(in) {
+		return r, badRequest("adapt_request input is not valid JSON")
+	}
 	// One pass over the envelope: looking fields up one by one would skip
 	// over the body again for each of them.
 	ok := forEachField(in, 0, func(key []byte, vs, ve int) bool {

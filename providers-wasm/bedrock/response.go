@@ -23,7 +23,7 @@ func newID() string { return "chatcmpl-bedrock-" + strconv.FormatUint(idCounter.
 // AdaptResponse maps a Converse, InvokeModel (embeddings) or
 // ListFoundationModels answer to the unified response.
 func (*Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
-	if !json.Valid(in) || len(in) == 0 || in[skipWS(in, 0)] != '{' {
+	if !validJSON(in) || in[skipWS(in, 0)] != '{' {
 		return pluginsdk.Output{}, badUpstream("adapt_response input is not a JSON object")
 	}
 	body, _ := field(in, "body")

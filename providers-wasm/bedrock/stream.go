@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -29,7 +28,7 @@ func parseState(b []byte) (streamState, error) {
 		s.id, s.created = newID(), time.Now().Unix()
 		return s, nil
 	}
-	if !json.Valid(b) || b[skipWS(b, 0)] != '{' {
+	if !validJSON(b) || b[skipWS(b, 0)] != '{' {
 		return s, &pluginsdk.Error{Code: 500, Message: "bedrock: stream state is corrupt"}
 	}
 	s.id = strValue(b, "id")
@@ -114,7 +113,7 @@ func (*Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) 
 	if len(batch) == 0 {
 		batch = []byte("[]")
 	}
-	if !json.Valid(batch) || batch[skipWS(batch, 0)] != '[' {
+	if !validJSON(batch) || batch[skipWS(batch, 0)] != '[' {
 		return pluginsdk.Output{}, badUpstream("stream batch is not a JSON array of events")
 	}
 	c := chunker{st: &st}
