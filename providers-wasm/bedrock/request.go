@@ -27,7 +27,7 @@ type reqInput struct {
 func parseRequestInput(in []byte) (reqInput, error) {
 	var r reqInput
 	if !validJSON(in) {
-		return r, badRequest("adapt_request input is not valid JSON")
+		return r, badRequest("adapt_request input is not a JSON object")
 	}
 	// One pass over the envelope: looking fields up one by one would skip
 	// over the body again for each of them.
