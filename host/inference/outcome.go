@@ -84,6 +84,10 @@ type Outcome struct {
 	RequestBody    []byte
 	ResponseBody   []byte
 	ClientCanceled bool
+	// CallerCredential is what the client presented (API key, bearer
+	// token, SigV4 access key id). It is not verified — inference has no
+	// auth yet — and is kept for governance, never logged.
+	CallerCredential string
 }
 
 // Recorder receives outcomes; implementations must not block for long.

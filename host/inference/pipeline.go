@@ -32,6 +32,9 @@ type call struct {
 	primary routing.Target
 	// upstreamHeaders were added by pre_request plugins.
 	upstreamHeaders map[string]string
+	// eg, on a drop-in route, encodes the answer back into the caller's
+	// native wire; nil on the unified API.
+	eg *egress
 }
 
 // attemptResult is a successful upstream exchange not yet sent to the client.
@@ -71,34 +74,44 @@ type attemptError struct {
 	retryAfter time.Duration
 }
 
-func (s *Service) handle(reqType, path string) fiber.Handler {
+func (s *Service) handle(reqType, path string) fiber.Handler { return s.handleAs(reqType, path, "") }
+
+// handleAs serves an OpenAI-shaped route whose bare model names belong to
+// provider ("" requires "<provider>/<model>").
+func (s *Service) handleAs(reqType, path, provider string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		p, aerr := parseRequest(c.Body())
-		if aerr != nil {
-			return aerr
-		}
-		cl := &call{reqType: reqType, path: path, p: p}
-		cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(), Route: c.Path(),
-			RequestType: reqType, Model: p.model, Stream: p.stream}
-		pre, aerr := s.runPreRequest(c.UserContext(), p.body)
-		if aerr != nil {
+		return s.serve(c, reqType, path, defaultProvider(c.Body(), provider), nil, callerCredential(c))
+	}
+}
+
+// serve runs one unified request through plugins and the plan; every
+// route, unified or drop-in, goes through here so none bypasses metering.
+func (s *Service) serve(c *fiber.Ctx, reqType, path string, body []byte, eg *egress, caller string) error {
+	p, aerr := parseRequest(body)
+	if aerr != nil {
+		return aerr
+	}
+	cl := &call{reqType: reqType, path: path, p: p, eg: eg}
+	cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(), Route: c.Path(),
+		RequestType: reqType, Model: p.model, Stream: p.stream, CallerCredential: caller}
+	pre, aerr := s.runPreRequest(c.UserContext(), p.body)
+	if aerr != nil {
+		s.finishError(cl, aerr)
+		return aerr
+	}
+	if pre.response != nil {
+		return s.respondShortCircuit(c, cl, pre.response)
+	}
+	if &pre.body[0] != &p.body[0] || len(pre.body) != len(p.body) {
+		if aerr := p.replaceBody(pre.body); aerr != nil {
 			s.finishError(cl, aerr)
 			return aerr
 		}
-		if pre.response != nil {
-			return s.respondShortCircuit(c, cl, pre.response)
-		}
-		if &pre.body[0] != &p.body[0] || len(pre.body) != len(p.body) {
-			if aerr := p.replaceBody(pre.body); aerr != nil {
-				s.finishError(cl, aerr)
-				return aerr
-			}
-			cl.out.Model, cl.out.Stream = p.model, p.stream
-		}
-		cl.upstreamHeaders = pre.headers
-		cl.primary = p.plan.Targets[0]
-		return s.execute(c, cl)
+		cl.out.Model, cl.out.Stream = p.model, p.stream
 	}
+	cl.upstreamHeaders = pre.headers
+	cl.primary = p.plan.Targets[0]
+	return s.execute(c, cl)
 }
 
 // execute walks the plan: each target is tried (with its retries) until one

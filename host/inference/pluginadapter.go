@@ -106,3 +106,74 @@ func (a *PluginAdapter) AdaptStream(ctx context.Context, state []byte, events []
 	}
 	return chunks, newState, nil
 }
+
+// IngressRequest implements NativeCodec. A pass-through answer (the OpenAI
+// adapter, whose native wire is the unified wire) is the identity.
+func (a *PluginAdapter) IngressRequest(ctx context.Context, native []byte) ([]byte, error) {
+	out, err := a.p.Invoke(ctx, pluginsdk.HookIngressRequest, plugins.Input{Body: native})
+	if err != nil {
+		return nil, err
+	}
+	if out.Status == pluginsdk.StatusPassThrough || len(out.Body) == 0 {
+		return native, nil
+	}
+	if !json.Valid(out.Body) {
+		return nil, fmt.Errorf("adapter %s returned an ingress request that is not JSON", a.p.Name())
+	}
+	return out.Body, nil
+}
+
+// EgressResponse implements NativeCodec.
+func (a *PluginAdapter) EgressResponse(ctx context.Context, unified []byte) ([]byte, error) {
+	out, err := a.p.Invoke(ctx, pluginsdk.HookEgressResponse, plugins.Input{Body: unified})
+	if err != nil {
+		return nil, err
+	}
+	if out.Status == pluginsdk.StatusPassThrough || len(out.Body) == 0 {
+		return unified, nil
+	}
+	if !json.Valid(out.Body) {
+		return nil, fmt.Errorf("adapter %s returned a native response that is not JSON", a.p.Name())
+	}
+	return out.Body, nil
+}
+
+// EgressStream implements NativeCodec: unified chunks in, native events
+// out. A pass-through answer gives the chunks back unchanged, each as a
+// data-only event.
+func (a *PluginAdapter) EgressStream(ctx context.Context, state []byte, chunks []json.RawMessage, end bool) ([]json.RawMessage, []byte, error) {
+	batch := []byte("[]")
+	if len(chunks) > 0 {
+		var err error
+		if batch, err = json.Marshal(chunks); err != nil {
+			return nil, state, fmt.Errorf("encode egress batch: %w", err)
+		}
+	}
+	out, err := a.p.Invoke(ctx, pluginsdk.HookEgressStream, plugins.Input{Body: batch, State: state, End: end})
+	if err != nil {
+		return nil, state, err
+	}
+	if out.Status == pluginsdk.StatusPassThrough {
+		evs := make([]json.RawMessage, 0, len(chunks))
+		for _, ch := range chunks {
+			evs = append(evs, mustJSON(map[string]json.RawMessage{"data": ch}))
+		}
+		return evs, state, nil
+	}
+	if out.Status == pluginsdk.StatusNoOutput || len(bytes.TrimSpace(out.Body)) == 0 {
+		return nil, out.State, nil
+	}
+	var evs []json.RawMessage
+	if !jsonx.ForEachElement(out.Body, 0, func(s, e int) { evs = append(evs, json.RawMessage(out.Body[s:e])) }) {
+		return nil, out.State, fmt.Errorf("adapter %s returned native stream events that are not a JSON array", a.p.Name())
+	}
+	return evs, out.State, nil
+}
+
+// Native implements NativeCodec: the drop-in routes need all three
+// ingress/egress hooks.
+func (a *PluginAdapter) Native() bool {
+	m := a.p.Manifest()
+	return m.Implements(pluginsdk.HookIngressRequest) && m.Implements(pluginsdk.HookEgressResponse) &&
+		m.Implements(pluginsdk.HookEgressStream)
+}

@@ -270,6 +270,9 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	}
 	cl.out.StatusCode = http.StatusOK
 	cl.out.Latency = s.now().Sub(cl.out.Start)
+	if cl.eg != nil {
+		return s.sendNative(c, cl, out)
+	}
 	out = injectExtraFields(out, s.extraFields(cl))
 	cl.out.ResponseBody = out
 	s.record(cl)
@@ -310,7 +313,9 @@ type streamEmitter struct {
 	gone  bool // the client went away
 }
 
-func (em *streamEmitter) transforms() bool { return em.sp != nil || em.res.conv != nil }
+func (em *streamEmitter) transforms() bool {
+	return em.sp != nil || em.res.conv != nil || em.cl.eg != nil
+}
 
 func (em *streamEmitter) write(b []byte) {
 	if em.gone || len(b) == 0 {
@@ -320,8 +325,10 @@ func (em *streamEmitter) write(b []byte) {
 		em.cl.out.TTFT = em.s.now().Sub(em.cl.out.Start)
 		em.first = false
 	}
-	if u, ok := usageFromLine(b); ok {
-		em.cl.out.Usage = u
+	if em.cl.eg == nil {
+		if u, ok := usageFromLine(b); ok {
+			em.cl.out.Usage = u
+		}
 	}
 	if _, err := em.w.Write(b); err != nil {
 		em.gone = true
@@ -348,6 +355,9 @@ func (em *streamEmitter) chunks(chunks []json.RawMessage, end bool) *apierr.Erro
 			return perr
 		}
 		chunks = out
+	}
+	if em.cl.eg != nil {
+		return em.egressChunks(chunks, end)
 	}
 	for _, ch := range chunks {
 		if em.res.conv == nil {
@@ -453,6 +463,12 @@ func (em *streamEmitter) run() *apierr.Error {
 func (em *streamEmitter) finish(streamErr *apierr.Error, sawDone bool) {
 	conv := em.res.conv
 	switch {
+	case em.cl.eg != nil:
+		// The native wire ends itself (message_stop, last data event)
+		// on the end batch; an error becomes the wire's error event.
+		if streamErr != nil {
+			_ = em.egressChunks([]json.RawMessage{mustJSON(map[string]any{"error": streamErr.Detail})}, true)
+		}
 	case streamErr != nil && conv != nil && conv.responses != nil:
 		for _, ev := range conv.responses.Fail(streamErr.Detail.Code, streamErr.Detail.Message) {
 			em.write(ev.AppendSSE(nil))
@@ -598,11 +614,41 @@ func (s *Service) respondShortCircuit(c *fiber.Ctx, cl *call, resp []byte) error
 		cl.out.Usage = u
 	}
 	cl.out.ResponseBody = resp
-	s.record(cl)
 	if !cl.p.stream {
+		if cl.eg != nil {
+			return s.sendNative(c, cl, resp)
+		}
+		s.record(cl)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Status(http.StatusOK).Send(resp)
 	}
+	s.record(cl)
+	var buf []byte
+	chunks := shortCircuitChunks(resp)
+	if cl.eg != nil {
+		evs, _, err := cl.eg.codec.EgressStream(c.UserContext(), nil, chunks, true)
+		if err != nil {
+			return adapterError(cl.eg.codec, "egress_stream", err)
+		}
+		for _, ev := range evs {
+			name, _ := jsonx.StringField(ev, "event")
+			if s, e, ok := jsonx.Field(ev, "data"); ok {
+				buf = sse.AppendEvent(buf, unescape(name), ev[s:e])
+			}
+		}
+	} else {
+		for _, ch := range chunks {
+			buf = append(buf, dataLine(ch)...)
+		}
+		buf = append(buf, "data: [DONE]\n\n"...)
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	return c.Status(http.StatusOK).Send(buf)
+}
+
+// shortCircuitChunks replays a unified response as stream chunks: per
+// choice its whole message, then its finish reason (with the usage).
+func shortCircuitChunks(resp []byte) []json.RawMessage {
 	var r struct {
 		ID      string `json:"id"`
 		Model   string `json:"model"`
@@ -611,18 +657,19 @@ func (s *Service) respondShortCircuit(c *fiber.Ctx, cl *call, resp []byte) error
 			Message      json.RawMessage `json:"message"`
 			FinishReason string          `json:"finish_reason"`
 		} `json:"choices"`
+		Usage json.RawMessage `json:"usage"`
 	}
 	_ = json.Unmarshal(resp, &r)
-	var buf []byte
+	var out []json.RawMessage
 	for i, ch := range r.Choices {
-		delta := mustJSON(map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created, "model": r.Model,
-			"choices": []any{map[string]any{"index": i, "delta": ch.Message, "finish_reason": nil}}})
-		buf = append(buf, dataLine(delta)...)
-		fin := mustJSON(map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created, "model": r.Model,
-			"choices": []any{map[string]any{"index": i, "delta": map[string]any{}, "finish_reason": ch.FinishReason}}})
-		buf = append(buf, dataLine(fin)...)
+		out = append(out, mustJSON(map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created, "model": r.Model,
+			"choices": []any{map[string]any{"index": i, "delta": ch.Message, "finish_reason": nil}}}))
+		fin := map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created, "model": r.Model,
+			"choices": []any{map[string]any{"index": i, "delta": map[string]any{}, "finish_reason": ch.FinishReason}}}
+		if i == len(r.Choices)-1 && len(r.Usage) > 0 && r.Usage[0] == '{' {
+			fin["usage"] = r.Usage
+		}
+		out = append(out, mustJSON(fin))
 	}
-	buf = append(buf, "data: [DONE]\n\n"...)
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	return c.Status(http.StatusOK).Send(buf)
+	return out
 }

@@ -59,6 +59,14 @@ func (s *Service) Routes(app fiber.Router) {
 	app.Post("/v1/responses", s.handle(TypeResponses, "/responses"))
 	app.Post("/v1/embeddings", s.handle(TypeEmbedding, "/embeddings"))
 	app.Get("/v1/models", s.listModels)
+	// Drop-in prefixes: clients switch by changing only the base URL.
+	s.openAIRoutes(app, "/openai/v1", "openai")
+	s.nativeRoutes(app)
+	for _, fw := range Frameworks {
+		g := app.Group("/" + fw)
+		s.openAIRoutes(g, "/v1", "openai")
+		s.nativeRoutes(g)
+	}
 }
 
 // Close releases pooled connections.

@@ -1,0 +1,289 @@
+package inference
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/providers"
+	"github.com/wasmgate/gateway/host/sse"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
+)
+
+// NativeCodec is the drop-in side of a provider adapter: it decodes a
+// provider-native request into a unified chat request (ingress_request)
+// and encodes the unified answer back into the native wire
+// (egress_response, egress_stream). The unified pipeline runs in between,
+// so a native client reaches any provider with fallbacks, retries,
+// plugins, logs and metrics exactly as on /v1.
+type NativeCodec interface {
+	Adapter
+	// Native reports whether the adapter implements the three hooks.
+	Native() bool
+	IngressRequest(ctx context.Context, native []byte) ([]byte, error)
+	EgressResponse(ctx context.Context, unified []byte) ([]byte, error)
+	// EgressStream maps unified chunks to native events, each
+	// {"event": name?, "data": {...}}, carrying per-stream state.
+	EgressStream(ctx context.Context, state []byte, chunks []json.RawMessage, end bool) ([]json.RawMessage, []byte, error)
+}
+
+// wire is a provider-native API served under a drop-in prefix.
+type wire struct {
+	// module is the adapter module holding the ingress/egress hooks.
+	module string
+	// provider is the provider a bare model name (no "<provider>/")
+	// belongs to: the prefix's own.
+	provider string
+	// errorBody renders an error in the native shape; nil leaves it to the
+	// egress_response hook (which gets the gateway envelope).
+	errorBody func(e *apierr.Error) []byte
+}
+
+var (
+	wireAnthropic = &wire{module: "anthropic", provider: "anthropic"}
+	wireGenAI     = &wire{module: "gemini", provider: "gemini", errorBody: googleError}
+)
+
+// egress carries one drop-in call's answer back into its native wire.
+type egress struct {
+	w     *wire
+	codec NativeCodec
+	state []byte
+}
+
+// codec finds the ingress/egress adapter of a wire.
+func (s *Service) codec(w *wire) (NativeCodec, *apierr.Error) {
+	a, ok := s.o.Adapters.Adapter(w.module)
+	if ok {
+		if nc, ok := a.(NativeCodec); ok && nc.Native() {
+			return nc, nil
+		}
+	}
+	return nil, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "no_native_adapter",
+		fmt.Sprintf("no adapter implementing the %s drop-in hooks (ingress_request, egress_response, egress_stream) is loaded", w.module))
+}
+
+// fail answers an error in the caller's native shape where the wire has
+// one; otherwise the gateway envelope (returned to the error handler).
+func (eg *egress) fail(c *fiber.Ctx, e *apierr.Error) error {
+	var body []byte
+	switch {
+	case eg.w.errorBody != nil:
+		body = eg.w.errorBody(e)
+	case eg.codec != nil:
+		native, err := eg.codec.EgressResponse(c.UserContext(), mustJSON(e))
+		if err != nil || len(native) == 0 || native[0] != '{' {
+			return e
+		}
+		body = native
+	default:
+		return e
+	}
+	for k, v := range e.Headers {
+		c.Set(k, v)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(e.StatusCode).Send(body)
+}
+
+// googleError is Google's error shape, which @google/genai reads.
+func googleError(e *apierr.Error) []byte {
+	status := map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+		429: "RESOURCE_EXHAUSTED", 501: "UNIMPLEMENTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}[e.StatusCode]
+	if status == "" {
+		status = "INTERNAL"
+		if e.StatusCode < 500 {
+			status = "FAILED_PRECONDITION"
+		}
+	}
+	return mustJSON(map[string]any{"error": map[string]any{"code": e.StatusCode, "message": e.Detail.Message, "status": status}})
+}
+
+// nativeChat serves a native chat request: ingress to unified chat, the
+// unified pipeline, egress back. input builds the ingress_request input.
+func (s *Service) nativeChat(w *wire, input func(c *fiber.Ctx) ([]byte, *apierr.Error)) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		eg := &egress{w: w}
+		codec, aerr := s.codec(w)
+		if aerr != nil {
+			return eg.fail(c, aerr)
+		}
+		eg.codec = codec
+		in, aerr := input(c)
+		if aerr != nil {
+			return eg.fail(c, aerr)
+		}
+		unified, err := codec.IngressRequest(c.UserContext(), in)
+		if err != nil {
+			return eg.fail(c, adapterError(codec, "ingress_request", err))
+		}
+		err = s.serve(c, TypeChat, "/chat/completions", defaultProvider(unified, w.provider), eg, callerCredential(c))
+		if e, ok := err.(*apierr.Error); ok && e != nil {
+			return eg.fail(c, e)
+		}
+		return err
+	}
+}
+
+// anthropicInput is the ingress input of /anthropic/v1/messages: the
+// Messages request as sent.
+func anthropicInput(c *fiber.Ctx) ([]byte, *apierr.Error) { return c.Body(), nil }
+
+// genaiInput reads /genai/v1beta/models/{model}:{action}: the Gemini
+// ingress takes {"model","stream","body":{GenerateContentRequest}}.
+func genaiInput(c *fiber.Ctx) ([]byte, *apierr.Error) {
+	rest, err := url.PathUnescape(c.Params("*"))
+	if err != nil {
+		rest = c.Params("*")
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return nil, apierr.New(http.StatusNotFound, apierr.TypeNotFound, "route_not_found",
+			fmt.Sprintf("no route for %s %s: want models/{model}:{method}", c.Method(), c.Path()))
+	}
+	model, action := strings.TrimPrefix(rest[:i], "models/"), rest[i+1:]
+	var stream bool
+	switch action {
+	case "generateContent":
+	case "streamGenerateContent":
+		stream = true
+	default:
+		return nil, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "unsupported_method",
+			fmt.Sprintf("method %q is not served on the GenAI drop-in prefix yet", action))
+	}
+	body := c.Body()
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	if !json.Valid(body) {
+		return nil, apierr.BadRequest("invalid_json", "", "request body is not valid JSON")
+	}
+	return mustJSON(map[string]any{"model": model, "stream": stream, "body": json.RawMessage(body)}), nil
+}
+
+// defaultProvider gives a bare model name (no known "<provider>/" in
+// front) the drop-in prefix's own provider, so a native client keeps its
+// usual model names while "<provider>/<model>" reaches any provider.
+func defaultProvider(body []byte, provider string) []byte {
+	if provider == "" {
+		return body
+	}
+	raw, ok := jsonx.StringField(body, "model")
+	if !ok {
+		return body
+	}
+	model := unescape(raw)
+	if i := strings.IndexByte(model, '/'); i > 0 {
+		if _, known := providers.Lookup(model[:i]); known {
+			return body
+		}
+	}
+	if out, ok := jsonx.SetStringField(body, "model", provider+"/"+model); ok {
+		return out
+	}
+	return body
+}
+
+// callerCredential is the credential the client presented in its
+// family's own style: Bearer (OpenAI, Cohere, Anthropic authToken),
+// x-api-key (Anthropic), x-goog-api-key or ?key= (GenAI), or the access
+// key id of a SigV4 Authorization (Bedrock; the signature is not checked).
+// There is no inference auth yet: it is recorded for governance, never
+// verified.
+func callerCredential(c *fiber.Ctx) string {
+	if v := c.Get("x-api-key"); v != "" {
+		return v
+	}
+	if v := c.Get("x-goog-api-key"); v != "" {
+		return v
+	}
+	auth := c.Get(fiber.HeaderAuthorization)
+	if v, ok := strings.CutPrefix(auth, "Bearer "); ok {
+		return strings.TrimSpace(v)
+	}
+	if strings.HasPrefix(auth, "AWS4-HMAC-SHA256") {
+		if _, cred, ok := strings.Cut(auth, "Credential="); ok {
+			akid, _, _ := strings.Cut(cred, "/")
+			return akid
+		}
+	}
+	return c.Query("key")
+}
+
+// emitNative writes native events in SSE: an "event" member names the
+// event (Anthropic), none makes a data-only event (GenAI).
+func (em *streamEmitter) emitNative(evs []json.RawMessage) {
+	for _, ev := range evs {
+		name, _ := jsonx.StringField(ev, "event")
+		s, e, ok := jsonx.Field(ev, "data")
+		if !ok {
+			continue
+		}
+		em.write(sse.AppendEvent(nil, unescape(name), ev[s:e]))
+	}
+}
+
+// egressChunks hands unified chunks to egress_stream. Usage is read from
+// the unified chunks: native events split it (Anthropic sends input tokens
+// first, output tokens last).
+func (em *streamEmitter) egressChunks(chunks []json.RawMessage, end bool) *apierr.Error {
+	eg := em.cl.eg
+	for _, ch := range chunks {
+		if u, ok := usageOf(ch); ok {
+			em.cl.out.Usage = u
+		}
+	}
+	if len(chunks) == 0 && !end {
+		return nil
+	}
+	evs, state, err := eg.codec.EgressStream(em.ctx, eg.state, chunks, end)
+	eg.state = state
+	if err != nil {
+		return adapterError(eg.codec, "egress_stream", err)
+	}
+	em.emitNative(evs)
+	return nil
+}
+
+// nativeRoutes mounts the provider-native APIs under r (a drop-in prefix
+// or a framework prefix).
+func (s *Service) nativeRoutes(r fiber.Router) {
+	r.Post("/anthropic/v1/messages", s.nativeChat(wireAnthropic, anthropicInput))
+	r.Post("/genai/v1beta/models/*", s.nativeChat(wireGenAI, genaiInput))
+	r.Post("/genai/v1/models/*", s.nativeChat(wireGenAI, genaiInput))
+}
+
+// openAIRoutes mounts the OpenAI-shaped API under prefix; bare model names
+// default to provider.
+func (s *Service) openAIRoutes(r fiber.Router, prefix, provider string) {
+	r.Post(prefix+"/chat/completions", s.handleAs(TypeChat, "/chat/completions", provider))
+	r.Post(prefix+"/completions", s.handleAs(TypeCompletion, "/completions", provider))
+	r.Post(prefix+"/responses", s.handleAs(TypeResponses, "/responses", provider))
+	r.Post(prefix+"/embeddings", s.handleAs(TypeEmbedding, "/embeddings", provider))
+	r.Get(prefix+"/models", s.listModels)
+}
+
+// Frameworks are the framework drop-in prefixes: each is a multi-provider
+// proxy speaking the OpenAI, Anthropic and GenAI formats.
+var Frameworks = []string{"langchain", "litellm", "pydanticai"}
+
+// sendNative answers a drop-in call with the unified response encoded by
+// egress_response; the log keeps the unified body.
+func (s *Service) sendNative(c *fiber.Ctx, cl *call, unified []byte) error {
+	native, err := cl.eg.codec.EgressResponse(c.UserContext(), unified)
+	if err != nil {
+		e := adapterError(cl.eg.codec, "egress_response", err)
+		s.finishError(cl, e)
+		return e
+	}
+	cl.out.ResponseBody = unified
+	s.record(cl)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(http.StatusOK).Send(native)
+}
