@@ -49,3 +49,87 @@ func TestAnthropicDropInNodeSDK(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAIDropInNodeSDK runs the openai npm client against /openai/v1
+// (bare names are OpenAI's) and a framework prefix.
+func TestOpenAIDropInNodeSDK(t *testing.T) {
+	cfg := fakeProviders(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	cases := []struct{ name, prefix, model string }{
+		{"openai-bare", "/openai/v1", "gpt-4o-mini"},
+		{"openai-anthropic", "/openai/v1", "anthropic/claude-3-5-haiku"},
+		{"langchain-gemini", "/langchain/v1", "gemini/gemini-2.0-flash"},
+		{"litellm-openai", "/litellm/v1", "openai/gpt-4o-mini"},
+		{"pydanticai-anthropic", "/pydanticai/v1", "anthropic/claude-3-5-haiku"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := []string{"BASE_URL=" + p.base + tc.prefix, "MODEL=" + tc.model}
+			if strings.Contains(tc.model, "gpt") {
+				env = append(env, "EMBED_MODEL=text-embedding-3-small")
+				if !strings.HasPrefix(tc.prefix, "/openai") {
+					env[len(env)-1] = "EMBED_MODEL=openai/text-embedding-3-small"
+				}
+			}
+			out := nodeScript(t, "openai.mjs", env...)
+			for _, path := range [][]string{{"chat", "content"}, {"chatStream", "text"}, {"responses", "text"}, {"responsesStream", "text"}} {
+				if s, _ := get(out, path...).(string); !strings.Contains(s, "hello") {
+					t.Errorf("%v = %v", path, get(out, path...))
+				}
+			}
+			if get(out, "chatStream", "args") != `{"echo":"hello"}` {
+				t.Errorf("streamed tool arguments: %v", get(out, "chatStream", "args"))
+			}
+			for _, path := range [][]string{{"chat", "usage", "total_tokens"}, {"chatStream", "usage", "total_tokens"}, {"responsesStream", "usage", "total_tokens"}} {
+				if n, _ := get(out, path...).(float64); n <= 0 {
+					t.Errorf("%v = %v", path, get(out, path...))
+				}
+			}
+			if strings.Contains(tc.model, "gpt") {
+				if n, _ := get(out, "embeddings", "dims").(float64); n <= 0 {
+					t.Errorf("embeddings: %v", out["embeddings"])
+				}
+			}
+		})
+	}
+}
+
+// TestGenAIDropInNodeSDK runs the official @google/genai client against
+// /genai (and a framework prefix) with Gemini and other families' models.
+func TestGenAIDropInNodeSDK(t *testing.T) {
+	cfg := fakeProviders(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	cases := []struct{ name, prefix, model string }{
+		{"gemini-bare", "/genai", "gemini-2.0-flash"},
+		{"anthropic", "/genai", "anthropic/claude-3-5-haiku"},
+		{"openai", "/genai", "openai/gpt-4o-mini"},
+		{"pydanticai-anthropic", "/pydanticai/genai", "anthropic/claude-3-5-haiku"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := nodeScript(t, "genai.mjs", "BASE_URL="+p.base+tc.prefix, "MODEL="+tc.model)
+			for _, path := range [][]string{{"generate", "text"}, {"stream", "text"}} {
+				if s, _ := get(out, path...).(string); !strings.Contains(s, "hello") {
+					t.Errorf("%v = %v", path, get(out, path...))
+				}
+			}
+			calls, _ := get(out, "tool", "calls").([]any)
+			if len(calls) != 1 || get(calls[0].(map[string]any), "name") != "lookup" || get(calls[0].(map[string]any), "args", "echo") != "hello" {
+				t.Errorf("tool calls: %v", get(out, "tool"))
+			}
+			scalls, _ := get(out, "stream", "calls").([]any)
+			if len(scalls) != 1 || get(scalls[0].(map[string]any), "args", "echo") != "hello" {
+				t.Errorf("streamed tool calls: %v", get(out, "stream"))
+			}
+			for _, path := range [][]string{{"generate", "usage", "promptTokenCount"}, {"generate", "usage", "candidatesTokenCount"},
+				{"tool", "usage", "totalTokenCount"}, {"stream", "usage", "promptTokenCount"}, {"stream", "usage", "candidatesTokenCount"}} {
+				if n, _ := get(out, path...).(float64); n <= 0 {
+					t.Errorf("%v = %v", path, get(out, path...))
+				}
+			}
+			if st, _ := get(out, "error", "status").(float64); st != 404 {
+				t.Errorf("native error: %v", out["error"])
+			}
+		})
+	}
+}
