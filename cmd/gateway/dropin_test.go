@@ -133,3 +133,35 @@ func TestGenAIDropInNodeSDK(t *testing.T) {
 		})
 	}
 }
+
+// TestCohereDropInNodeSDK runs the official cohere-ai v2 client against
+// /cohere with Cohere and other families' models.
+func TestCohereDropInNodeSDK(t *testing.T) {
+	cfg := fakeProviders(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	for _, model := range []string{"command-r", "anthropic/claude-3-5-haiku", "openai/gpt-4o-mini"} {
+		t.Run(model, func(t *testing.T) {
+			out := nodeScript(t, "cohere.mjs", "BASE_URL="+p.base+"/cohere", "MODEL="+model)
+			for _, path := range [][]string{{"chat", "text"}, {"stream", "text"}} {
+				if s, _ := get(out, path...).(string); !strings.Contains(s, "hello") {
+					t.Errorf("%v = %v", path, get(out, path...))
+				}
+			}
+			if get(out, "tool", "name") != "lookup" || get(out, "tool", "args") != `{"echo":"hello"}` || get(out, "tool", "finish") != "TOOL_CALL" {
+				t.Errorf("tool call: %v", out["tool"])
+			}
+			if get(out, "stream", "name") != "lookup" || get(out, "stream", "args") != `{"echo":"hello"}` || get(out, "stream", "finish") != "TOOL_CALL" {
+				t.Errorf("streamed tool call: %v", out["stream"])
+			}
+			for _, path := range [][]string{{"chat", "usage", "inputTokens"}, {"chat", "usage", "outputTokens"},
+				{"stream", "usage", "inputTokens"}, {"stream", "usage", "outputTokens"}} {
+				if n, _ := get(out, path...).(float64); n <= 0 {
+					t.Errorf("%v = %v", path, get(out, path...))
+				}
+			}
+			if st, _ := get(out, "error", "status").(float64); st != 404 {
+				t.Errorf("native error: %v", out["error"])
+			}
+		})
+	}
+}

@@ -48,7 +48,13 @@ type wire struct {
 var (
 	wireAnthropic = &wire{module: "anthropic", provider: "anthropic"}
 	wireGenAI     = &wire{module: "gemini", provider: "gemini", errorBody: googleError}
+	wireCohere    = &wire{module: "cohere", provider: "cohere", errorBody: cohereError}
 )
+
+// cohereError is Cohere's v2 error shape, which cohere-ai reads.
+func cohereError(e *apierr.Error) []byte {
+	return mustJSON(map[string]string{"message": e.Detail.Message})
+}
 
 // egress carries one drop-in call's answer back into its native wire.
 type egress struct {
@@ -131,9 +137,9 @@ func (s *Service) nativeChat(w *wire, input func(c *fiber.Ctx) ([]byte, *apierr.
 	}
 }
 
-// anthropicInput is the ingress input of /anthropic/v1/messages: the
-// Messages request as sent.
-func anthropicInput(c *fiber.Ctx) ([]byte, *apierr.Error) { return c.Body(), nil }
+// bodyInput is the ingress input of routes whose native request carries
+// everything (Anthropic Messages, Cohere v2 chat): the body as sent.
+func bodyInput(c *fiber.Ctx) ([]byte, *apierr.Error) { return c.Body(), nil }
 
 // genaiInput reads /genai/v1beta/models/{model}:{action}: the Gemini
 // ingress takes {"model","stream","body":{GenerateContentRequest}}.
@@ -254,9 +260,10 @@ func (em *streamEmitter) egressChunks(chunks []json.RawMessage, end bool) *apier
 // nativeRoutes mounts the provider-native APIs under r (a drop-in prefix
 // or a framework prefix).
 func (s *Service) nativeRoutes(r fiber.Router) {
-	r.Post("/anthropic/v1/messages", s.nativeChat(wireAnthropic, anthropicInput))
+	r.Post("/anthropic/v1/messages", s.nativeChat(wireAnthropic, bodyInput))
 	r.Post("/genai/v1beta/models/*", s.nativeChat(wireGenAI, genaiInput))
 	r.Post("/genai/v1/models/*", s.nativeChat(wireGenAI, genaiInput))
+	r.Post("/cohere/v2/chat", s.nativeChat(wireCohere, bodyInput))
 }
 
 // openAIRoutes mounts the OpenAI-shaped API under prefix; bare model names
