@@ -165,3 +165,36 @@ func TestCohereDropInNodeSDK(t *testing.T) {
 		})
 	}
 }
+
+// TestBedrockDropInNodeSDK runs the official AWS SDK Bedrock Runtime client
+// (Converse, ConverseStream with AWS event-stream framing) against
+// /bedrock with Bedrock and other families' models.
+func TestBedrockDropInNodeSDK(t *testing.T) {
+	cfg := fakeProviders(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	for _, model := range []string{"anthropic.claude-3-haiku-20240307-v1:0", "anthropic/claude-3-5-haiku", "openai/gpt-4o-mini"} {
+		t.Run(model, func(t *testing.T) {
+			out := nodeScript(t, "bedrock.mjs", "BASE_URL="+p.base+"/bedrock", "MODEL="+model)
+			for _, path := range [][]string{{"converse", "text"}, {"stream", "text"}} {
+				if s, _ := get(out, path...).(string); !strings.Contains(s, "hello") {
+					t.Errorf("%v = %v", path, get(out, path...))
+				}
+			}
+			if get(out, "tool", "name") != "lookup" || get(out, "tool", "input", "echo") != "hello" || get(out, "tool", "stop") != "tool_use" {
+				t.Errorf("tool use: %v", out["tool"])
+			}
+			if get(out, "stream", "name") != "lookup" || get(out, "stream", "args") != `{"echo":"hello"}` || get(out, "stream", "stop") != "tool_use" {
+				t.Errorf("streamed tool use: %v", out["stream"])
+			}
+			for _, path := range [][]string{{"converse", "usage", "inputTokens"}, {"converse", "usage", "outputTokens"},
+				{"tool", "usage", "totalTokens"}, {"stream", "usage", "inputTokens"}, {"stream", "usage", "outputTokens"}} {
+				if n, _ := get(out, path...).(float64); n <= 0 {
+					t.Errorf("%v = %v", path, get(out, path...))
+				}
+			}
+			if st, _ := get(out, "error", "status").(float64); st != 404 || get(out, "error", "name") != "ResourceNotFoundException" {
+				t.Errorf("native error: %v", out["error"])
+			}
+		})
+	}
+}

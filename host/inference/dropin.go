@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/eventstream"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/sse"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
@@ -43,13 +44,48 @@ type wire struct {
 	// errorBody renders an error in the native shape; nil leaves it to the
 	// egress_response hook (which gets the gateway envelope).
 	errorBody func(e *apierr.Error) []byte
+	// eventStream: streams are AWS event-stream framed (Bedrock), not SSE.
+	eventStream bool
 }
 
 var (
 	wireAnthropic = &wire{module: "anthropic", provider: "anthropic"}
 	wireGenAI     = &wire{module: "gemini", provider: "gemini", errorBody: googleError}
 	wireCohere    = &wire{module: "cohere", provider: "cohere", errorBody: cohereError}
+	wireBedrock   = &wire{module: "bedrock", provider: "bedrock", errorBody: bedrockError, eventStream: true}
 )
+
+// bedrockError is the AWS REST-JSON error: {"message"} with the error
+// type in x-amzn-ErrorType, which the AWS SDKs map to exception classes.
+func bedrockError(e *apierr.Error) []byte {
+	typ := map[int]string{400: "ValidationException", 401: "UnrecognizedClientException", 403: "AccessDeniedException",
+		404: "ResourceNotFoundException", 408: "ModelTimeoutException", 429: "ThrottlingException",
+		503: "ServiceUnavailableException"}[e.StatusCode]
+	if typ == "" {
+		typ = "InternalServerException"
+		if e.StatusCode < 500 {
+			typ = "ValidationException"
+		}
+	}
+	e.WithHeader("x-amzn-ErrorType", typ)
+	return mustJSON(map[string]string{"message": e.Detail.Message})
+}
+
+// bedrockInput reads /bedrock/model/{modelId}/converse[-stream]: the
+// Bedrock ingress takes {"model","stream","body":{Converse request}}.
+func bedrockInput(stream bool) func(c *fiber.Ctx) ([]byte, *apierr.Error) {
+	return func(c *fiber.Ctx) ([]byte, *apierr.Error) {
+		model, err := url.PathUnescape(c.Params("modelId"))
+		if err != nil {
+			model = c.Params("modelId")
+		}
+		body := c.Body()
+		if !json.Valid(body) {
+			return nil, apierr.BadRequest("invalid_json", "", "request body is not valid JSON")
+		}
+		return mustJSON(map[string]any{"model": model, "stream": stream, "body": json.RawMessage(body)}), nil
+	}
+}
 
 // cohereError is Cohere's v2 error shape, which cohere-ai reads.
 func cohereError(e *apierr.Error) []byte {
@@ -222,17 +258,38 @@ func callerCredential(c *fiber.Ctx) string {
 	return c.Query("key")
 }
 
-// emitNative writes native events in SSE: an "event" member names the
-// event (Anthropic), none makes a data-only event (GenAI).
+// emitNative writes native events in the wire's framing.
 func (em *streamEmitter) emitNative(evs []json.RawMessage) {
 	for _, ev := range evs {
-		name, _ := jsonx.StringField(ev, "event")
-		s, e, ok := jsonx.Field(ev, "data")
-		if !ok {
-			continue
+		if b := frameNative(em.cl.eg.w, ev); b != nil {
+			em.write(b)
 		}
-		em.write(sse.AppendEvent(nil, unescape(name), ev[s:e]))
 	}
+}
+
+// frameNative frames one native event {"event"?, "exception"?, "data"}:
+// in SSE an "event" member names the event (Anthropic, Cohere) and none
+// makes a data-only event (GenAI); in AWS event-stream (Bedrock) it is the
+// :event-type, or "exception" the :exception-type of a modelled exception.
+func frameNative(w *wire, ev []byte) []byte {
+	s, e, ok := jsonx.Field(ev, "data")
+	if !ok {
+		return nil
+	}
+	data := ev[s:e]
+	name, _ := jsonx.StringField(ev, "event")
+	if !w.eventStream {
+		return sse.AppendEvent(nil, unescape(name), data)
+	}
+	m := eventstream.Event(unescape(name), data)
+	if exc, ok := jsonx.StringField(ev, "exception"); ok {
+		m = eventstream.Exception(unescape(exc), data)
+	}
+	b, err := eventstream.Append(nil, m)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // egressChunks hands unified chunks to egress_stream. Usage is read from
@@ -264,6 +321,8 @@ func (s *Service) nativeRoutes(r fiber.Router) {
 	r.Post("/genai/v1beta/models/*", s.nativeChat(wireGenAI, genaiInput))
 	r.Post("/genai/v1/models/*", s.nativeChat(wireGenAI, genaiInput))
 	r.Post("/cohere/v2/chat", s.nativeChat(wireCohere, bodyInput))
+	r.Post("/bedrock/model/:modelId/converse", s.nativeChat(wireBedrock, bedrockInput(false)))
+	r.Post("/bedrock/model/:modelId/converse-stream", s.nativeChat(wireBedrock, bedrockInput(true)))
 }
 
 // openAIRoutes mounts the OpenAI-shaped API under prefix; bare model names
@@ -293,4 +352,12 @@ func (s *Service) sendNative(c *fiber.Ctx, cl *call, unified []byte) error {
 	s.record(cl)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Status(http.StatusOK).Send(native)
+}
+
+// streamContentType is the stream's media type in the caller's wire.
+func streamContentType(cl *call) string {
+	if cl.eg != nil && cl.eg.w.eventStream {
+		return "application/vnd.amazon.eventstream"
+	}
+	return "text/event-stream"
 }

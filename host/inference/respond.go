@@ -283,7 +283,7 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 // respondStream forwards the stream as it arrives: events read ahead while
 // opening the stream first, then each batch as the upstream sends it.
 func (s *Service) respondStream(c *fiber.Ctx, cl *call, res *attemptResult) error {
-	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderContentType, streamContentType(cl))
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
@@ -631,10 +631,7 @@ func (s *Service) respondShortCircuit(c *fiber.Ctx, cl *call, resp []byte) error
 			return adapterError(cl.eg.codec, "egress_stream", err)
 		}
 		for _, ev := range evs {
-			name, _ := jsonx.StringField(ev, "event")
-			if s, e, ok := jsonx.Field(ev, "data"); ok {
-				buf = sse.AppendEvent(buf, unescape(name), ev[s:e])
-			}
+			buf = append(buf, frameNative(cl.eg.w, ev)...)
 		}
 	} else {
 		for _, ch := range chunks {
@@ -642,7 +639,7 @@ func (s *Service) respondShortCircuit(c *fiber.Ctx, cl *call, resp []byte) error
 		}
 		buf = append(buf, "data: [DONE]\n\n"...)
 	}
-	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderContentType, streamContentType(cl))
 	return c.Status(http.StatusOK).Send(buf)
 }
 
