@@ -125,7 +125,8 @@ func TestOpenAINodeSDK(t *testing.T) {
 	}
 }
 
-// TestGoSDKs runs the official Go SDK tests (their own module in
+// TestGoSDKs runs the official Go SDK tests (openai-go on /v1,
+// anthropic-sdk-go on the /anthropic drop-in prefix) (their own module in
 // testdata/gosdk, kept out of the main build for compile time) against the
 // real binary.
 func TestGoSDKs(t *testing.T) {
