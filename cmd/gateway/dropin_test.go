@@ -21,7 +21,16 @@ func TestAnthropicDropInNodeSDK(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out := nodeScript(t, "anthropic.mjs", "BASE_URL="+p.base+tc.prefix, "MODEL="+tc.model, "AUTH="+tc.auth)
+			env := []string{"BASE_URL=" + p.base + tc.prefix, "MODEL=" + tc.model, "AUTH=" + tc.auth}
+			// count_tokens is served by providers that count (Anthropic, Gemini).
+			counts := !strings.HasPrefix(tc.model, "openai/")
+			if counts {
+				env = append(env, "COUNT=1")
+			}
+			out := nodeScript(t, "anthropic.mjs", env...)
+			if n, _ := out["count"].(float64); counts && n <= 0 {
+				t.Errorf("count_tokens: %v", out["count"])
+			}
 			for _, path := range [][]string{{"message", "text"}, {"stream", "text"}, {"helper", "text"}} {
 				if s, _ := get(out, path...).(string); !strings.Contains(s, "hello") {
 					t.Errorf("%v = %v", path, get(out, path...))
@@ -107,7 +116,22 @@ func TestGenAIDropInNodeSDK(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out := nodeScript(t, "genai.mjs", "BASE_URL="+p.base+tc.prefix, "MODEL="+tc.model)
+			env := []string{"BASE_URL=" + p.base + tc.prefix, "MODEL=" + tc.model}
+			if tc.model == "gemini-2.0-flash" {
+				env = append(env, "EMBED_MODEL=text-embedding-004", "COUNT=1")
+			}
+			if tc.model == "openai/gpt-4o-mini" {
+				env = append(env, "EMBED_MODEL=openai/text-embedding-3-small")
+			}
+			out := nodeScript(t, "genai.mjs", env...)
+			if len(env) > 2 {
+				if get(out, "embed", "n") != 1.0 || get(out, "embed", "dims").(float64) <= 0 {
+					t.Errorf("embeddings: %v", out["embed"])
+				}
+			}
+			if n, _ := out["count"].(float64); tc.model == "gemini-2.0-flash" && n <= 0 {
+				t.Errorf("countTokens: %v", out["count"])
+			}
 			for _, path := range [][]string{{"generate", "text"}, {"stream", "text"}} {
 				if s, _ := get(out, path...).(string); !strings.Contains(s, "hello") {
 					t.Errorf("%v = %v", path, get(out, path...))
@@ -141,7 +165,19 @@ func TestCohereDropInNodeSDK(t *testing.T) {
 	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
 	for _, model := range []string{"command-r", "anthropic/claude-3-5-haiku", "openai/gpt-4o-mini"} {
 		t.Run(model, func(t *testing.T) {
-			out := nodeScript(t, "cohere.mjs", "BASE_URL="+p.base+"/cohere", "MODEL="+model)
+			env := []string{"BASE_URL=" + p.base + "/cohere", "MODEL=" + model}
+			if model == "command-r" {
+				env = append(env, "EMBED_MODEL=embed-english-v3.0")
+			}
+			if model == "openai/gpt-4o-mini" {
+				env = append(env, "EMBED_MODEL=openai/text-embedding-3-small")
+			}
+			out := nodeScript(t, "cohere.mjs", env...)
+			if len(env) > 2 {
+				if get(out, "embed", "n") != 2.0 || get(out, "embed", "dims").(float64) <= 0 {
+					t.Errorf("embeddings: %v", out["embed"])
+				}
+			}
 			for _, path := range [][]string{{"chat", "text"}, {"stream", "text"}} {
 				if s, _ := get(out, path...).(string); !strings.Contains(s, "hello") {
 					t.Errorf("%v = %v", path, get(out, path...))

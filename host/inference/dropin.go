@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,15 +45,19 @@ type wire struct {
 	// errorBody renders an error in the native shape; nil leaves it to the
 	// egress_response hook (which gets the gateway envelope).
 	errorBody func(e *apierr.Error) []byte
+	// countBody renders a token count in the native count response.
+	countBody func(n int64) []byte
 	// eventStream: streams are AWS event-stream framed (Bedrock), not SSE.
 	eventStream bool
 }
 
 var (
-	wireAnthropic = &wire{module: "anthropic", provider: "anthropic"}
-	wireGenAI     = &wire{module: "gemini", provider: "gemini", errorBody: googleError}
-	wireCohere    = &wire{module: "cohere", provider: "cohere", errorBody: cohereError}
-	wireBedrock   = &wire{module: "bedrock", provider: "bedrock", errorBody: bedrockError, eventStream: true}
+	wireAnthropic = &wire{module: "anthropic", provider: "anthropic",
+		countBody: func(n int64) []byte { return mustJSON(map[string]int64{"input_tokens": n}) }}
+	wireGenAI = &wire{module: "gemini", provider: "gemini", errorBody: googleError,
+		countBody: func(n int64) []byte { return mustJSON(map[string]int64{"totalTokens": n}) }}
+	wireCohere  = &wire{module: "cohere", provider: "cohere", errorBody: cohereError}
+	wireBedrock = &wire{module: "bedrock", provider: "bedrock", errorBody: bedrockError, eventStream: true}
 )
 
 // bedrockError is the AWS REST-JSON error: {"message"} with the error
@@ -97,6 +102,9 @@ type egress struct {
 	w     *wire
 	codec NativeCodec
 	state []byte
+	// encode, when set, replaces egress_response: the host's own mapping
+	// for native APIs no adapter hook covers (embeddings).
+	encode func(unified []byte) ([]byte, error)
 }
 
 // codec finds the ingress/egress adapter of a wire.
@@ -151,62 +159,86 @@ func googleError(e *apierr.Error) []byte {
 // unified pipeline, egress back. input builds the ingress_request input.
 func (s *Service) nativeChat(w *wire, input func(c *fiber.Ctx) ([]byte, *apierr.Error)) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		eg := &egress{w: w}
-		codec, aerr := s.codec(w)
-		if aerr != nil {
-			return eg.fail(c, aerr)
-		}
-		eg.codec = codec
 		in, aerr := input(c)
 		if aerr != nil {
-			return eg.fail(c, aerr)
+			return (&egress{w: w}).fail(c, aerr)
 		}
-		unified, err := codec.IngressRequest(c.UserContext(), in)
-		if err != nil {
-			return eg.fail(c, adapterError(codec, "ingress_request", err))
-		}
-		err = s.serve(c, TypeChat, "/chat/completions", defaultProvider(unified, w.provider), eg, callerCredential(c))
-		if e, ok := err.(*apierr.Error); ok && e != nil {
-			return eg.fail(c, e)
-		}
-		return err
+		return s.native(c, w, in, TypeChat)
 	}
+}
+
+// native runs one native request of reqType (chat or count_tokens, both
+// decoded by ingress_request into a unified chat body).
+func (s *Service) native(c *fiber.Ctx, w *wire, in []byte, reqType string) error {
+	eg := &egress{w: w}
+	codec, aerr := s.codec(w)
+	if aerr != nil {
+		return eg.fail(c, aerr)
+	}
+	eg.codec = codec
+	unified, err := codec.IngressRequest(c.UserContext(), in)
+	if err != nil {
+		return eg.fail(c, adapterError(codec, "ingress_request", err))
+	}
+	path := "/chat/completions"
+	if reqType == TypeCountTokens {
+		// Counting never streams, whatever the native body said.
+		unified, _ = removeFields(unified, []string{"stream", "stream_options"})
+		path = "/count_tokens"
+	}
+	return s.serveNative(c, eg, reqType, path, unified)
+}
+
+// anthropicCount serves /anthropic/v1/messages/count_tokens through the
+// target provider's count_tokens support (Anthropic, Gemini).
+func (s *Service) anthropicCount(c *fiber.Ctx) error {
+	return s.native(c, wireAnthropic, c.Body(), TypeCountTokens)
 }
 
 // bodyInput is the ingress input of routes whose native request carries
 // everything (Anthropic Messages, Cohere v2 chat): the body as sent.
 func bodyInput(c *fiber.Ctx) ([]byte, *apierr.Error) { return c.Body(), nil }
 
-// genaiInput reads /genai/v1beta/models/{model}:{action}: the Gemini
-// ingress takes {"model","stream","body":{GenerateContentRequest}}.
-func genaiInput(c *fiber.Ctx) ([]byte, *apierr.Error) {
+// genai serves /genai/v1beta/models/{model}:{method}. The Gemini ingress
+// takes {"model","stream","body":{GenerateContentRequest}}.
+func (s *Service) genai(c *fiber.Ctx) error {
 	rest, err := url.PathUnescape(c.Params("*"))
 	if err != nil {
 		rest = c.Params("*")
 	}
+	eg := &egress{w: wireGenAI}
 	i := strings.LastIndexByte(rest, ':')
 	if i < 0 {
-		return nil, apierr.New(http.StatusNotFound, apierr.TypeNotFound, "route_not_found",
-			fmt.Sprintf("no route for %s %s: want models/{model}:{method}", c.Method(), c.Path()))
+		return eg.fail(c, apierr.New(http.StatusNotFound, apierr.TypeNotFound, "route_not_found",
+			fmt.Sprintf("no route for %s %s: want models/{model}:{method}", c.Method(), c.Path())))
 	}
-	model, action := strings.TrimPrefix(rest[:i], "models/"), rest[i+1:]
-	var stream bool
-	switch action {
-	case "generateContent":
-	case "streamGenerateContent":
-		stream = true
-	default:
-		return nil, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "unsupported_method",
-			fmt.Sprintf("method %q is not served on the GenAI drop-in prefix yet", action))
-	}
+	model, method := strings.TrimPrefix(rest[:i], "models/"), rest[i+1:]
 	body := c.Body()
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
 	if !json.Valid(body) {
-		return nil, apierr.BadRequest("invalid_json", "", "request body is not valid JSON")
+		return eg.fail(c, apierr.BadRequest("invalid_json", "", "request body is not valid JSON"))
 	}
-	return mustJSON(map[string]any{"model": model, "stream": stream, "body": json.RawMessage(body)}), nil
+	envelope := func(stream bool, b []byte) []byte {
+		return mustJSON(map[string]any{"model": model, "stream": stream, "body": json.RawMessage(b)})
+	}
+	switch method {
+	case "generateContent":
+		return s.native(c, wireGenAI, envelope(false, body), TypeChat)
+	case "streamGenerateContent":
+		return s.native(c, wireGenAI, envelope(true, body), TypeChat)
+	case "countTokens":
+		// countTokens takes {"contents"} or a whole generateContentRequest.
+		if st, en, ok := jsonx.Field(body, "generateContentRequest"); ok && body[st] == '{' {
+			body = body[st:en]
+		}
+		return s.native(c, wireGenAI, envelope(false, body), TypeCountTokens)
+	case "embedContent", "batchEmbedContents":
+		return s.genaiEmbed(c, model, method == "batchEmbedContents", body)
+	}
+	return eg.fail(c, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "unsupported_method",
+		fmt.Sprintf("method %q is not served on the GenAI drop-in prefix", method)))
 }
 
 // defaultProvider gives a bare model name (no known "<provider>/" in
@@ -318,9 +350,11 @@ func (em *streamEmitter) egressChunks(chunks []json.RawMessage, end bool) *apier
 // or a framework prefix).
 func (s *Service) nativeRoutes(r fiber.Router) {
 	r.Post("/anthropic/v1/messages", s.nativeChat(wireAnthropic, bodyInput))
-	r.Post("/genai/v1beta/models/*", s.nativeChat(wireGenAI, genaiInput))
-	r.Post("/genai/v1/models/*", s.nativeChat(wireGenAI, genaiInput))
+	r.Post("/anthropic/v1/messages/count_tokens", s.anthropicCount)
+	r.Post("/genai/v1beta/models/*", s.genai)
+	r.Post("/genai/v1/models/*", s.genai)
 	r.Post("/cohere/v2/chat", s.nativeChat(wireCohere, bodyInput))
+	r.Post("/cohere/v2/embed", s.cohereEmbed)
 	r.Post("/bedrock/model/:modelId/converse", s.nativeChat(wireBedrock, bedrockInput(false)))
 	r.Post("/bedrock/model/:modelId/converse-stream", s.nativeChat(wireBedrock, bedrockInput(true)))
 }
@@ -342,9 +376,22 @@ var Frameworks = []string{"langchain", "litellm", "pydanticai"}
 // sendNative answers a drop-in call with the unified response encoded by
 // egress_response; the log keeps the unified body.
 func (s *Service) sendNative(c *fiber.Ctx, cl *call, unified []byte) error {
-	native, err := cl.eg.codec.EgressResponse(c.UserContext(), unified)
+	var native []byte
+	var err error
+	if cl.eg.encode != nil {
+		native, err = cl.eg.encode(unified)
+	} else if cl.reqType == TypeCountTokens && cl.eg.w.countBody != nil {
+		// The unified count is {"object":"count_tokens","input_tokens":N}.
+		n, _ := jsonx.IntField(unified, "input_tokens")
+		native = cl.eg.w.countBody(n)
+	} else {
+		native, err = cl.eg.codec.EgressResponse(c.UserContext(), unified)
+	}
 	if err != nil {
-		e := adapterError(cl.eg.codec, "egress_response", err)
+		e := apierr.As(err)
+		if cl.eg.codec != nil {
+			e = adapterError(cl.eg.codec, "egress_response", err)
+		}
 		s.finishError(cl, e)
 		return e
 	}
@@ -360,4 +407,139 @@ func streamContentType(cl *call) string {
 		return "application/vnd.amazon.eventstream"
 	}
 	return "text/event-stream"
+}
+
+// Embeddings have no adapter hooks: the native shapes are small, so the
+// host maps them to the unified embeddings request and back itself.
+
+// embeddingList reads the vectors of a unified embeddings response (float
+// encoding: the host never asks for base64 here).
+func embeddingList(unified []byte) ([][]float64, Usage, error) {
+	var r struct {
+		Data []struct {
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(unified, &r); err != nil {
+		return nil, Usage{}, apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed", "embeddings answer is not readable: "+err.Error())
+	}
+	out := make([][]float64, len(r.Data))
+	for i, d := range r.Data {
+		out[i] = d.Embedding
+	}
+	u, _ := usageOf(unified)
+	return out, u, nil
+}
+
+// genaiEmbed serves :embedContent ({"content":{"parts":[{"text"}]}}) and
+// :batchEmbedContents ({"requests":[{"content":...}]}, which @google/genai
+// uses) as one unified embeddings request.
+func (s *Service) genaiEmbed(c *fiber.Ctx, model string, batch bool, body []byte) error {
+	eg := &egress{w: wireGenAI}
+	type content struct {
+		Parts []struct {
+			Text string `json:"text"`
+		} `json:"parts"`
+	}
+	type single struct {
+		Content              content `json:"content"`
+		OutputDimensionality *int    `json:"outputDimensionality"`
+	}
+	var reqs []single
+	if batch {
+		var b struct {
+			Requests []single `json:"requests"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return eg.fail(c, apierr.BadRequest("invalid_json", "", "invalid batchEmbedContents request: "+err.Error()))
+		}
+		reqs = b.Requests
+	} else {
+		var one single
+		if err := json.Unmarshal(body, &one); err != nil {
+			return eg.fail(c, apierr.BadRequest("invalid_json", "", "invalid embedContent request: "+err.Error()))
+		}
+		reqs = []single{one}
+	}
+	if len(reqs) == 0 {
+		return eg.fail(c, apierr.BadRequest("missing_field", "requests", "nothing to embed"))
+	}
+	inputs := make([]string, len(reqs))
+	for i, r := range reqs {
+		var sb strings.Builder
+		for _, p := range r.Content.Parts {
+			sb.WriteString(p.Text)
+		}
+		inputs[i] = sb.String()
+	}
+	// One text goes as a string, so a Gemini target uses embedContent.
+	var input any = inputs
+	if len(inputs) == 1 {
+		input = inputs[0]
+	}
+	u := map[string]any{"model": model, "input": input, "encoding_format": "float"}
+	if d := reqs[0].OutputDimensionality; d != nil {
+		u["dimensions"] = *d
+	}
+	eg.encode = func(unified []byte) ([]byte, error) {
+		vecs, _, err := embeddingList(unified)
+		if err != nil {
+			return nil, err
+		}
+		if !batch {
+			if len(vecs) == 0 {
+				vecs = [][]float64{{}}
+			}
+			return mustJSON(map[string]any{"embedding": map[string]any{"values": vecs[0]}}), nil
+		}
+		list := make([]any, len(vecs))
+		for i, v := range vecs {
+			list[i] = map[string]any{"values": v}
+		}
+		return mustJSON(map[string]any{"embeddings": list}), nil
+	}
+	return s.serveNative(c, eg, TypeEmbedding, "/embeddings", mustJSON(u))
+}
+
+// cohereEmbed serves /cohere/v2/embed (texts; float embeddings) as a
+// unified embeddings request.
+func (s *Service) cohereEmbed(c *fiber.Ctx) error {
+	eg := &egress{w: wireCohere}
+	var r struct {
+		Model      string   `json:"model"`
+		Texts      []string `json:"texts"`
+		Dimensions *int     `json:"output_dimension"`
+	}
+	if err := json.Unmarshal(c.Body(), &r); err != nil {
+		return eg.fail(c, apierr.BadRequest("invalid_json", "", "invalid v2 embed request: "+err.Error()))
+	}
+	if len(r.Texts) == 0 {
+		return eg.fail(c, apierr.BadRequest("missing_field", "texts", "texts is required (images and inputs are not served on the drop-in prefix)"))
+	}
+	u := map[string]any{"model": r.Model, "input": r.Texts, "encoding_format": "float"}
+	if r.Dimensions != nil {
+		u["dimensions"] = *r.Dimensions
+	}
+	eg.encode = func(unified []byte) ([]byte, error) {
+		vecs, us, err := embeddingList(unified)
+		if err != nil {
+			return nil, err
+		}
+		id, _ := jsonx.StringField(unified, "id")
+		return mustJSON(map[string]any{"id": unescape(id), "response_type": "embeddings_by_type", "texts": r.Texts,
+			"embeddings": map[string]any{"float": vecs},
+			"meta": map[string]any{"api_version": map[string]string{"version": "2"},
+				"billed_units": map[string]int64{"input_tokens": us.PromptTokens}}}), nil
+	}
+	return s.serveNative(c, eg, TypeEmbedding, "/embeddings", mustJSON(u))
+}
+
+// serveNative runs a unified request built by the host for a native route
+// and answers through eg.
+func (s *Service) serveNative(c *fiber.Ctx, eg *egress, reqType, path string, unified []byte) error {
+	err := s.serve(c, reqType, path, defaultProvider(unified, eg.w.provider), eg, callerCredential(c))
+	if e, ok := err.(*apierr.Error); ok && e != nil {
+		return eg.fail(c, e)
+	}
+	return err
 }

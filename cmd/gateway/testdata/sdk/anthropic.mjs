@@ -38,6 +38,11 @@ const helper = client.messages.stream({ model, max_tokens: 64, messages: [{ role
 const final = await helper.finalMessage();
 out.helper = { text: final.content.filter((b) => b.type === "text").map((b) => b.text).join(""), usage: final.usage };
 
+if (process.env.COUNT) {
+  const n = await client.messages.countTokens({ model, messages: [{ role: "user", content: "hello there" }] });
+  out.count = n.input_tokens;
+}
+
 try {
   await client.messages.create({ model: "groq/llama-3.1-8b-instant", max_tokens: 8, messages: [{ role: "user", content: "hi" }] });
   out.error = null;

@@ -25,6 +25,11 @@ for await (const ev of s) {
 }
 out.stream = { text, args, name, usage, finish };
 
+if (process.env.EMBED_MODEL) {
+  const e = await co.embed({ model: process.env.EMBED_MODEL, texts: ["hello", "world"], inputType: "search_document", embeddingTypes: ["float"] });
+  out.embed = { n: e.embeddings?.float?.length ?? 0, dims: e.embeddings?.float?.[0]?.length ?? 0 };
+}
+
 try {
   await co.chat({ model: "groq/llama-3.1-8b-instant", messages: [{ role: "user", content: "hi" }] });
   out.error = null;

@@ -28,6 +28,15 @@ const s2 = await ai.models.generateContentStream({ model, contents: "hi" });
 for await (const ch of s2) text += ch.text ?? "";
 out.stream = { text, calls, usage };
 
+if (process.env.EMBED_MODEL) {
+  const e = await ai.models.embedContent({ model: process.env.EMBED_MODEL, contents: "hello" });
+  out.embed = { n: e.embeddings?.length ?? 0, dims: e.embeddings?.[0]?.values?.length ?? 0 };
+}
+if (process.env.COUNT) {
+  const n = await ai.models.countTokens({ model, contents: "hello there" });
+  out.count = n.totalTokens;
+}
+
 try {
   await ai.models.generateContent({ model: "groq/llama-3.1-8b-instant", contents: "hi" });
   out.error = null;
