@@ -3,6 +3,7 @@ package main_test
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAnthropicDropInNodeSDK points the official @anthropic-ai/sdk only at
@@ -56,6 +57,22 @@ func TestAnthropicDropInNodeSDK(t *testing.T) {
 				t.Errorf("native error: %v", out["error"])
 			}
 		})
+	}
+	// Drop-in traffic is visible: the request log keeps the ingress path,
+	// metrics count by route pattern.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, logs := p.do("GET", "/api/logs?limit=200", nil)
+		_, metrics := p.do("GET", "/metrics", nil)
+		okLog := strings.Contains(string(logs), `"route":"/anthropic/v1/messages"`) && strings.Contains(string(logs), `"route":"/langchain/anthropic/v1/messages"`)
+		okMetric := strings.Contains(string(metrics), `wasmgate_inference_route_requests_total{route="/anthropic/v1/messages",status="200"}`)
+		if okLog && okMetric {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("route not recorded: log %v metric %v", okLog, okMetric)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

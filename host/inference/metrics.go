@@ -17,6 +17,7 @@ type Metrics struct {
 	upstream  *prometheus.CounterVec
 	retries   *prometheus.CounterVec
 	fallbacks *prometheus.CounterVec
+	routes    *prometheus.CounterVec
 }
 
 // NewMetrics registers the inference collectors on reg.
@@ -37,8 +38,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Retried upstream attempts by provider."}, []string{"provider"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wasmgate_inference_fallbacks_total",
 			Help: "Requests served by a fallback target, by the provider that served."}, []string{"provider"}),
+		routes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wasmgate_inference_route_requests_total",
+			Help: "Inference requests by ingress route pattern (/v1/..., drop-in and framework prefixes) and HTTP status."}, []string{"route", "status"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.ttft, m.tokens, m.upstream, m.retries, m.fallbacks)
+	reg.MustRegister(m.requests, m.latency, m.ttft, m.tokens, m.upstream, m.retries, m.fallbacks, m.routes)
 	return m
 }
 
@@ -47,6 +50,9 @@ func (m *Metrics) Record(o *Outcome) {
 	status := strconv.Itoa(o.StatusCode)
 	m.requests.WithLabelValues(o.Provider, o.Model, o.RequestType, status).Inc()
 	m.latency.WithLabelValues(o.Provider, o.Model, o.RequestType, status).Observe(o.Latency.Seconds())
+	if o.RoutePattern != "" {
+		m.routes.WithLabelValues(o.RoutePattern, status).Inc()
+	}
 	if o.TTFT > 0 {
 		m.ttft.WithLabelValues(o.Provider, o.Model).Observe(o.TTFT.Seconds())
 	}

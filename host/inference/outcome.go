@@ -63,9 +63,13 @@ func usageOf(doc []byte) (Usage, bool) {
 // Outcome is everything known about a finished request; it feeds the
 // request log, metrics and governance settlement off the hot path.
 type Outcome struct {
-	ID             string
-	Start          time.Time
-	Route          string
+	ID    string
+	Start time.Time
+	Route string
+	// RoutePattern is the route as mounted (".../models/*" rather than the
+	// model in the path): a bounded metrics label, while Route (the
+	// request path) goes to the log.
+	RoutePattern   string
 	RequestType    string
 	Provider       string
 	Model          string
