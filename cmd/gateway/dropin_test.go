@@ -29,6 +29,9 @@ func TestAnthropicDropInNodeSDK(t *testing.T) {
 				env = append(env, "COUNT=1")
 			}
 			out := nodeScript(t, "anthropic.mjs", env...)
+			if ms, _ := out["models"].([]any); len(ms) == 0 {
+				t.Errorf("no models listed")
+			}
 			if n, _ := out["count"].(float64); counts && n <= 0 {
 				t.Errorf("count_tokens: %v", out["count"])
 			}
@@ -145,6 +148,9 @@ func TestGenAIDropInNodeSDK(t *testing.T) {
 				if get(out, "embed", "n") != 1.0 || get(out, "embed", "dims").(float64) <= 0 {
 					t.Errorf("embeddings: %v", out["embed"])
 				}
+			}
+			if ms, _ := out["models"].([]any); len(ms) == 0 {
+				t.Errorf("no models listed")
 			}
 			if n, _ := out["count"].(float64); tc.model == "gemini-2.0-flash" && n <= 0 {
 				t.Errorf("countTokens: %v", out["count"])

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -351,6 +352,8 @@ func (em *streamEmitter) egressChunks(chunks []json.RawMessage, end bool) *apier
 func (s *Service) nativeRoutes(r fiber.Router) {
 	r.Post("/anthropic/v1/messages", s.nativeChat(wireAnthropic, bodyInput))
 	r.Post("/anthropic/v1/messages/count_tokens", s.anthropicCount)
+	r.Get("/anthropic/v1/models", s.nativeModels(anthropicModelList))
+	r.Get("/genai/v1beta/models", s.nativeModels(genaiModelList))
 	r.Post("/genai/v1beta/models/*", s.genai)
 	r.Post("/genai/v1/models/*", s.genai)
 	r.Post("/cohere/v2/chat", s.nativeChat(wireCohere, bodyInput))
@@ -542,4 +545,46 @@ func (s *Service) serveNative(c *fiber.Ctx, eg *egress, reqType, path string, un
 		return eg.fail(c, e)
 	}
 	return err
+}
+
+// nativeModels serves a native model listing: the unified listing (every
+// model of every configured provider, ids "<provider>/<model>", usable as
+// is on any prefix) re-encoded by render.
+func (s *Service) nativeModels(render func(ids []modelEntry) any) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := s.listModels(c); err != nil {
+			return err
+		}
+		var l struct {
+			Data []modelEntry `json:"data"`
+		}
+		if err := json.Unmarshal(c.Response().Body(), &l); err != nil {
+			return apierr.Internal(err)
+		}
+		return c.JSON(render(l.Data))
+	}
+}
+
+// anthropicModelList is GET /anthropic/v1/models' shape.
+func anthropicModelList(ms []modelEntry) any {
+	data := make([]map[string]any, len(ms))
+	for i, m := range ms {
+		created := time.Unix(m.Created, 0).UTC().Format(time.RFC3339)
+		data[i] = map[string]any{"type": "model", "id": m.ID, "display_name": m.ID, "created_at": created}
+	}
+	out := map[string]any{"data": data, "has_more": false, "first_id": nil, "last_id": nil}
+	if len(ms) > 0 {
+		out["first_id"], out["last_id"] = ms[0].ID, ms[len(ms)-1].ID
+	}
+	return out
+}
+
+// genaiModelList is GET /genai/v1beta/models' shape.
+func genaiModelList(ms []modelEntry) any {
+	models := make([]map[string]any, len(ms))
+	for i, m := range ms {
+		models[i] = map[string]any{"name": "models/" + m.ID, "displayName": m.ID,
+			"supportedGenerationMethods": []string{"generateContent", "streamGenerateContent", "countTokens", "embedContent"}}
+	}
+	return map[string]any{"models": models}
 }

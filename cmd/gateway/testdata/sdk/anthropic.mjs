@@ -38,6 +38,10 @@ const helper = client.messages.stream({ model, max_tokens: 64, messages: [{ role
 const final = await helper.finalMessage();
 out.helper = { text: final.content.filter((b) => b.type === "text").map((b) => b.text).join(""), usage: final.usage };
 
+const models = [];
+for await (const m of client.models.list()) models.push(m.id);
+out.models = models;
+
 if (process.env.COUNT) {
   const n = await client.messages.countTokens({ model, messages: [{ role: "user", content: "hello there" }] });
   out.count = n.input_tokens;

@@ -28,6 +28,10 @@ const s2 = await ai.models.generateContentStream({ model, contents: "hi" });
 for await (const ch of s2) text += ch.text ?? "";
 out.stream = { text, calls, usage };
 
+const pager = await ai.models.list();
+out.models = [];
+for await (const m of pager) out.models.push(m.name);
+
 if (process.env.EMBED_MODEL) {
   const e = await ai.models.embedContent({ model: process.env.EMBED_MODEL, contents: "hello" });
   out.embed = { n: e.embeddings?.length ?? 0, dims: e.embeddings?.[0]?.values?.length ?? 0 };
