@@ -272,6 +272,11 @@ func defaultProvider(body []byte, provider string) []byte {
 // There is no inference auth yet: it is recorded for governance, never
 // verified.
 func callerCredential(c *fiber.Ctx) string {
+	// Header values alias fasthttp's buffer; the outcome keeps a copy.
+	return strings.Clone(presentedCredential(c))
+}
+
+func presentedCredential(c *fiber.Ctx) string {
 	if v := c.Get("x-api-key"); v != "" {
 		return v
 	}
@@ -325,16 +330,34 @@ func frameNative(w *wire, ev []byte) []byte {
 	return b
 }
 
-// egressChunks hands unified chunks to egress_stream. Usage is read from
-// the unified chunks: native events split it (Anthropic sends input tokens
-// first, output tokens last).
-func (em *streamEmitter) egressChunks(chunks []json.RawMessage, end bool) *apierr.Error {
-	eg := em.cl.eg
+// sameWire reports whether a drop-in stream's upstream speaks the caller's
+// wire in SSE (Anthropic, Gemini, Cohere to their own prefix), so its
+// events can be passed as sent: lossless, and with the upstream's own
+// event order (Anthropic's input tokens in message_start). Bedrock events
+// arrive AWS-framed and decoded, so they are re-encoded instead.
+func sameWire(cl *call, res *attemptResult) bool {
+	if cl.eg == nil || cl.eg.w.eventStream || res.passthrough || res.conv != nil {
+		return false
+	}
+	info, ok := providers.Lookup(res.target.Provider)
+	return ok && ModuleFamily(string(info.Family)) == cl.eg.w.module && res.framing != "aws-eventstream"
+}
+
+// countUsage keeps the usage of unified chunks for logs and metrics.
+func (em *streamEmitter) countUsage(chunks []json.RawMessage) {
 	for _, ch := range chunks {
 		if u, ok := usageOf(ch); ok {
 			em.cl.out.Usage = u
 		}
 	}
+}
+
+// egressChunks hands unified chunks to egress_stream. Usage is read from
+// the unified chunks: native events split it (Anthropic sends input tokens
+// first, output tokens last).
+func (em *streamEmitter) egressChunks(chunks []json.RawMessage, end bool) *apierr.Error {
+	eg := em.cl.eg
+	em.countUsage(chunks)
 	if len(chunks) == 0 && !end {
 		return nil
 	}

@@ -92,7 +92,10 @@ func (s *Service) serve(c *fiber.Ctx, reqType, path string, body []byte, eg *egr
 		return aerr
 	}
 	cl := &call{reqType: reqType, path: path, p: p, eg: eg}
-	cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(), Route: c.Path(), RoutePattern: c.Route().Path,
+	cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(),
+		// c.Path() aliases fasthttp's buffer, reused after the request; the
+		// outcome outlives it in the log queue.
+		Route: strings.Clone(c.Path()), RoutePattern: c.Route().Path,
 		RequestType: reqType, Model: p.model, Stream: p.stream, CallerCredential: caller}
 	pre, aerr := s.runPreRequest(c.UserContext(), p.body)
 	if aerr != nil {

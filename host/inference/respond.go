@@ -103,6 +103,7 @@ func (s *Service) openStream(ctx context.Context, res *attemptResult) *attemptEr
 			return streamAdaptError(res, err)
 		}
 		res.state = state
+		res.heldEvents = append(res.heldEvents, ev) // for a same-wire drop-in pass
 		res.heldChunks = append(res.heldChunks, chunks...)
 		for _, ch := range chunks {
 			res.pending = append(res.pending, dataLine(ch))
@@ -293,6 +294,7 @@ func (s *Service) respondStream(c *fiber.Ctx, cl *call, res *attemptResult) erro
 		defer res.resp.Body.Close()
 		em := &streamEmitter{s: s, cl: cl, res: res, w: w, sp: s.newStreamPlugins(), ctx: ctx}
 		em.first = true
+		em.nativePass = sameWire(cl, res) && em.sp == nil
 		streamErr := em.run()
 		s.finishStream(cl, streamErr)
 	})
@@ -311,6 +313,13 @@ type streamEmitter struct {
 	ctx   context.Context
 	first bool
 	gone  bool // the client went away
+	// nativePass: a drop-in caller whose wire is the upstream's (an
+	// Anthropic client and an Anthropic model) gets the upstream events
+	// as sent; they are still adapted to unified chunks, for usage and
+	// for error detection, but not re-encoded.
+	nativePass bool
+	// passedErr: the upstream's own error event went to the client.
+	passedErr bool
 }
 
 func (em *streamEmitter) transforms() bool {
@@ -357,6 +366,10 @@ func (em *streamEmitter) chunks(chunks []json.RawMessage, end bool) *apierr.Erro
 		chunks = out
 	}
 	if em.cl.eg != nil {
+		if em.nativePass {
+			em.countUsage(chunks)
+			return nil
+		}
 		return em.egressChunks(chunks, end)
 	}
 	for _, ch := range chunks {
@@ -411,6 +424,11 @@ func (em *streamEmitter) run() *apierr.Error {
 		if res.passthrough {
 			held, _ = em.adapt(res.heldEvents, false)
 		}
+		if em.nativePass {
+			for _, ev := range res.heldEvents {
+				em.write(sseLine(ev))
+			}
+		}
 		streamErr = em.chunks(held, false)
 	} else {
 		for _, p := range res.pending {
@@ -442,6 +460,12 @@ func (em *streamEmitter) run() *apierr.Error {
 			chunks, aerr := em.adapt(batch, end || streamErr != nil)
 			if aerr != nil && streamErr == nil {
 				streamErr = aerr
+				em.passedErr = em.nativePass
+			}
+			if em.nativePass {
+				for _, ev := range batch {
+					em.write(sseLine(ev))
+				}
 			}
 			if cerr := em.chunks(chunks, end || streamErr != nil); cerr != nil && streamErr == nil {
 				streamErr = cerr
@@ -466,7 +490,7 @@ func (em *streamEmitter) finish(streamErr *apierr.Error, sawDone bool) {
 	case em.cl.eg != nil:
 		// The native wire ends itself (message_stop, last data event)
 		// on the end batch; an error becomes the wire's error event.
-		if streamErr != nil {
+		if streamErr != nil && !em.passedErr {
 			_ = em.egressChunks([]json.RawMessage{mustJSON(map[string]any{"error": streamErr.Detail})}, true)
 		}
 	case streamErr != nil && conv != nil && conv.responses != nil:

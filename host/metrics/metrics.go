@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -57,8 +58,13 @@ func (m *Metrics) Middleware() fiber.Handler {
 		if r := c.Route(); r != nil && r.Path != "/" {
 			route = r.Path
 		}
-		m.requests.WithLabelValues(route, c.Method(), strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(route, c.Method()).Observe(time.Since(start).Seconds())
+		// c.Method() aliases fasthttp's request buffer, which is reused for
+		// the next request on the connection: a label kept by Prometheus
+		// must own its bytes, or it later reads "GETT" and the registry
+		// fails to gather (duplicate series).
+		method := strings.Clone(c.Method())
+		m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		m.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 		return err
 	}
 }
