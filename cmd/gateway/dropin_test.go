@@ -190,12 +190,15 @@ func TestCohereDropInNodeSDK(t *testing.T) {
 		t.Run(model, func(t *testing.T) {
 			env := []string{"BASE_URL=" + p.base + "/cohere", "MODEL=" + model}
 			if model == "command-r" {
-				env = append(env, "EMBED_MODEL=embed-english-v3.0")
+				env = append(env, "EMBED_MODEL=embed-english-v3.0", "RERANK_MODEL=rerank-v3.5")
 			}
 			if model == "openai/gpt-4o-mini" {
 				env = append(env, "EMBED_MODEL=openai/text-embedding-3-small")
 			}
 			out := nodeScript(t, "cohere.mjs", env...)
+			if rr, _ := out["rerank"].([]any); model == "command-r" && len(rr) != 2 {
+				t.Errorf("rerank: %v", out["rerank"])
+			}
 			if len(env) > 2 {
 				if get(out, "embed", "n") != 2.0 || get(out, "embed", "dims").(float64) <= 0 {
 					t.Errorf("embeddings: %v", out["embed"])

@@ -381,6 +381,7 @@ func (s *Service) nativeRoutes(r fiber.Router) {
 	r.Post("/genai/v1/models/*", s.genai)
 	r.Post("/cohere/v2/chat", s.nativeChat(wireCohere, bodyInput))
 	r.Post("/cohere/v2/embed", s.cohereEmbed)
+	r.Post("/cohere/v2/rerank", s.cohereRerank)
 	r.Post("/bedrock/model/:modelId/converse", s.nativeChat(wireBedrock, bedrockInput(false)))
 	r.Post("/bedrock/model/:modelId/converse-stream", s.nativeChat(wireBedrock, bedrockInput(true)))
 }
@@ -610,4 +611,38 @@ func genaiModelList(ms []modelEntry) any {
 			"supportedGenerationMethods": []string{"generateContent", "streamGenerateContent", "countTokens", "embedContent"}}
 	}
 	return map[string]any{"models": models}
+}
+
+// cohereRerank serves /cohere/v2/rerank. The unified rerank request is
+// Cohere's own shape ({model, query, documents, top_n}), so the body goes
+// on as is; the answer is re-encoded in v2's shape.
+func (s *Service) cohereRerank(c *fiber.Ctx) error {
+	eg := &egress{w: wireCohere}
+	body := c.Body()
+	if !json.Valid(body) {
+		return eg.fail(c, apierr.BadRequest("invalid_json", "", "request body is not valid JSON"))
+	}
+	eg.encode = func(unified []byte) ([]byte, error) {
+		var r struct {
+			ID      string `json:"id"`
+			Results []struct {
+				Index          int     `json:"index"`
+				RelevanceScore float64 `json:"relevance_score"`
+			} `json:"results"`
+			Usage struct {
+				SearchUnits int64 `json:"search_units"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal(unified, &r); err != nil {
+			return nil, apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed", "rerank answer is not readable: "+err.Error())
+		}
+		results := make([]map[string]any, len(r.Results))
+		for i, x := range r.Results {
+			results[i] = map[string]any{"index": x.Index, "relevance_score": x.RelevanceScore}
+		}
+		return mustJSON(map[string]any{"id": r.ID, "results": results,
+			"meta": map[string]any{"api_version": map[string]string{"version": "2"},
+				"billed_units": map[string]int64{"search_units": r.Usage.SearchUnits}}}), nil
+	}
+	return s.serveNative(c, eg, TypeRerank, "/rerank", body)
 }

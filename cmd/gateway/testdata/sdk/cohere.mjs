@@ -29,6 +29,10 @@ if (process.env.EMBED_MODEL) {
   const e = await co.embed({ model: process.env.EMBED_MODEL, texts: ["hello", "world"], inputType: "search_document", embeddingTypes: ["float"] });
   out.embed = { n: e.embeddings?.float?.length ?? 0, dims: e.embeddings?.float?.[0]?.length ?? 0 };
 }
+if (process.env.RERANK_MODEL) {
+  const rr = await co.rerank({ model: process.env.RERANK_MODEL, query: "hello", documents: ["hello there", "unrelated"], topN: 2 });
+  out.rerank = rr.results.map((x) => ({ index: x.index, score: x.relevanceScore }));
+}
 
 try {
   await co.chat({ model: "groq/llama-3.1-8b-instant", messages: [{ role: "user", content: "hi" }] });
