@@ -1,9 +1,12 @@
 package main_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wasmgate/gateway/host/fakeupstream"
 )
 
 // TestAnthropicDropInNodeSDK points the official @anthropic-ai/sdk only at
@@ -309,4 +312,64 @@ func routeLines(metrics []byte) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestDropInFailures covers the failure paths on a drop-in route: retries,
+// fallbacks named in the native body, an error before content (falling
+// back from a passed-through stream to a translated one), an upstream 4xx
+// in the native error shape and a mid-stream error as the wire's event.
+func TestDropInFailures(t *testing.T) {
+	cfg, set := fakeProviderSet(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	anth, oai := set.Servers[fakeupstream.Anthropic], set.Servers[fakeupstream.OpenAI]
+	msg := `{"model":"%s","max_tokens":50,"messages":[{"role":"user","content":"hi"}]%s}`
+	url := p.base + "/anthropic/v1/messages"
+
+	t.Run("retry after 429", func(t *testing.T) {
+		anth.FailNext(1, 429, "0")
+		resp, raw := post(t, url, fmt.Sprintf(msg, "claude-3-5-haiku", ""))
+		if resp.StatusCode != 200 || !strings.Contains(string(raw), `"type":"message"`) {
+			t.Fatalf("%d %s", resp.StatusCode, raw)
+		}
+	})
+	t.Run("fallback named in the native body", func(t *testing.T) {
+		anth.FailNext(10, 529, "")
+		defer anth.FailNext(0, 0, "")
+		resp, raw := post(t, url, fmt.Sprintf(msg, "claude-3-5-haiku", `,"fallbacks":["openai/gpt-4o-mini"]`))
+		if resp.StatusCode != 200 || !strings.Contains(string(raw), "hello from openai") || !strings.Contains(string(raw), `"type":"message"`) {
+			t.Fatalf("%d %s", resp.StatusCode, raw)
+		}
+	})
+	t.Run("stream error before content falls back", func(t *testing.T) {
+		anth.SetStreamError(fakeupstream.StreamErrorBeforeContent)
+		defer anth.SetStreamError(fakeupstream.StreamErrorNone)
+		resp, raw := post(t, url, fmt.Sprintf(msg, "claude-3-5-haiku", `,"stream":true,"fallbacks":["openai/gpt-4o-mini"]`))
+		s := string(raw)
+		if resp.StatusCode != 200 || !strings.Contains(s, "event: message_start") || !strings.Contains(s, `"text":" openai"`) ||
+			!strings.Contains(s, "event: message_stop") || strings.Contains(s, "event: error") {
+			t.Fatalf("%d %s", resp.StatusCode, raw)
+		}
+	})
+	t.Run("upstream 400 in the native error shape", func(t *testing.T) {
+		anth.FailNext(1, 400, "")
+		resp, raw := post(t, url, fmt.Sprintf(msg, "claude-3-5-haiku", ""))
+		if resp.StatusCode != 400 || !strings.Contains(string(raw), `"type":"error"`) || !strings.Contains(string(raw), `"invalid_request_error"`) {
+			t.Fatalf("%d %s", resp.StatusCode, raw)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		up    *fakeupstream.Server
+		model string
+	}{{"mid-stream error, translated", oai, "openai/gpt-4o-mini"}, {"mid-stream error, passed through", anth, "claude-3-5-haiku"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.up.SetStreamError(fakeupstream.StreamErrorMidStream)
+			defer tc.up.SetStreamError(fakeupstream.StreamErrorNone)
+			resp, raw := post(t, url, fmt.Sprintf(msg, tc.model, `,"stream":true`))
+			s := string(raw)
+			if resp.StatusCode != 200 || !strings.Contains(s, "text_delta") || strings.Count(s, "event: error") != 1 {
+				t.Fatalf("%d %s", resp.StatusCode, raw)
+			}
+		})
+	}
 }

@@ -128,7 +128,11 @@ func (eg *egress) fail(c *fiber.Ctx, e *apierr.Error) error {
 	case eg.w.errorBody != nil:
 		body = eg.w.errorBody(e)
 	case eg.codec != nil:
-		native, err := eg.codec.EgressResponse(c.UserContext(), mustJSON(e))
+		// The egress hook maps an error type to the native one; the
+		// gateway's types say who failed (upstream_error), the native ones
+		// what happened, which the status tells.
+		errObj := map[string]any{"type": nativeErrorType(e), "message": e.Detail.Message, "code": e.Detail.Code}
+		native, err := eg.codec.EgressResponse(c.UserContext(), mustJSON(map[string]any{"error": errObj}))
 		if err != nil || len(native) == 0 || native[0] != '{' {
 			return e
 		}
@@ -141,6 +145,28 @@ func (eg *egress) fail(c *fiber.Ctx, e *apierr.Error) error {
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Status(e.StatusCode).Send(body)
+}
+
+// nativeErrorType names an error by what happened, in the vocabulary the
+// Anthropic wire shares with OpenAI's where they overlap.
+func nativeErrorType(e *apierr.Error) string {
+	switch e.StatusCode {
+	case 400, 422:
+		return "invalid_request_error"
+	case 401:
+		return "authentication_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 503, 529:
+		return "overloaded_error"
+	}
+	return "api_error"
 }
 
 // googleError is Google's error shape, which @google/genai reads.

@@ -159,12 +159,11 @@ func writeNativeContent(e *enc, msg []byte) {
 // nativeError maps a unified error object to a Messages error body.
 func nativeError(errObj []byte) []byte {
 	typ := "api_error"
-	switch str(get(errObj, "type")) {
-	case "invalid_request_error":
-		typ = "invalid_request_error"
-	case "authentication_error":
-		typ = "authentication_error"
-	case "rate_limit_error", "rate_limit_exceeded":
+	switch t := str(get(errObj, "type")); t {
+	case "invalid_request_error", "authentication_error", "permission_error", "not_found_error",
+		"request_too_large", "overloaded_error", "rate_limit_error":
+		typ = t
+	case "rate_limit_exceeded":
 		typ = "rate_limit_error"
 	}
 	var e enc
