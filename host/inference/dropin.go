@@ -188,7 +188,11 @@ func (s *Service) nativeChat(w *wire, input func(c *fiber.Ctx) ([]byte, *apierr.
 	return func(c *fiber.Ctx) error {
 		in, aerr := input(c)
 		if aerr != nil {
-			return (&egress{w: w}).fail(c, aerr)
+			eg := &egress{w: w}
+			// With the codec the error takes the native shape (Anthropic's
+			// comes from its egress hook).
+			eg.codec, _ = s.codec(w)
+			return eg.fail(c, aerr)
 		}
 		return s.native(c, w, in, TypeChat)
 	}
