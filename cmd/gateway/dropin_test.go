@@ -373,3 +373,22 @@ func TestDropInFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestDropInStreamErrors checks a mid-stream upstream error in each
+// translated SSE wire: GenAI ends with Google's error object, Cohere with
+// message-end ERROR.
+func TestDropInStreamErrors(t *testing.T) {
+	cfg, set := fakeProviderSet(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	oai := set.Servers[fakeupstream.OpenAI]
+	oai.SetStreamError(fakeupstream.StreamErrorMidStream)
+	defer oai.SetStreamError(fakeupstream.StreamErrorNone)
+	resp, raw := post(t, p.base+"/genai/v1beta/models/openai/gpt-4o-mini:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+	if s := string(raw); resp.StatusCode != 200 || !strings.Contains(s, `"text":"hello"`) || !strings.Contains(s, `data: {"error":{"code":`) {
+		t.Errorf("genai: %d %s", resp.StatusCode, raw)
+	}
+	resp, raw = post(t, p.base+"/cohere/v2/chat", `{"model":"openai/gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if s := string(raw); resp.StatusCode != 200 || !strings.Contains(s, "content-delta") || !strings.Contains(s, `"finish_reason":"ERROR"`) {
+		t.Errorf("cohere: %d %s", resp.StatusCode, raw)
+	}
+}

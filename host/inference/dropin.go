@@ -50,12 +50,16 @@ type wire struct {
 	countBody func(n int64) []byte
 	// eventStream: streams are AWS event-stream framed (Bedrock), not SSE.
 	eventStream bool
+	// streamErrorData, when set, is the data of the SSE event that ends a
+	// failed stream (Google sends its error object); otherwise the egress
+	// hook gets an error chunk and emits the wire's error event.
+	streamErrorData func(e *apierr.Error) []byte
 }
 
 var (
 	wireAnthropic = &wire{module: "anthropic", provider: "anthropic",
 		countBody: func(n int64) []byte { return mustJSON(map[string]int64{"input_tokens": n}) }}
-	wireGenAI = &wire{module: "gemini", provider: "gemini", errorBody: googleError,
+	wireGenAI = &wire{module: "gemini", provider: "gemini", errorBody: googleError, streamErrorData: googleError,
 		countBody: func(n int64) []byte { return mustJSON(map[string]int64{"totalTokens": n}) }}
 	wireCohere  = &wire{module: "cohere", provider: "cohere", errorBody: cohereError}
 	wireBedrock = &wire{module: "bedrock", provider: "bedrock", errorBody: bedrockError, eventStream: true}
@@ -388,6 +392,23 @@ func (em *streamEmitter) countUsage(chunks []json.RawMessage) {
 func (em *streamEmitter) egressChunks(chunks []json.RawMessage, end bool) *apierr.Error {
 	eg := em.cl.eg
 	em.countUsage(chunks)
+	if eg.w.streamErrorData != nil {
+		// An OpenAI-wire upstream reports a mid-stream error as a chunk
+		// {"error": {...}}; this wire ends with its own error event.
+		for i, ch := range chunks {
+			if st, en, ok := jsonx.Field(ch, "error"); ok && ch[st] == '{' {
+				if aerr := em.egressChunks(chunks[:i], false); aerr != nil {
+					return aerr
+				}
+				msg, _ := jsonx.StringField(ch[st:en], "message")
+				e := apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
+					fmt.Sprintf("provider %q reported an error in the stream: %s", em.res.target.Provider, unescape(msg)))
+				em.write(dataLine(eg.w.streamErrorData(e)))
+				em.passedErr = true
+				return e
+			}
+		}
+	}
 	if len(chunks) == 0 && !end {
 		return nil
 	}

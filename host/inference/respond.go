@@ -490,7 +490,9 @@ func (em *streamEmitter) finish(streamErr *apierr.Error, sawDone bool) {
 	case em.cl.eg != nil:
 		// The native wire ends itself (message_stop, last data event)
 		// on the end batch; an error becomes the wire's error event.
-		if streamErr != nil && !em.passedErr {
+		if streamErr != nil && !em.passedErr && em.cl.eg.w.streamErrorData != nil {
+			em.write(dataLine(em.cl.eg.w.streamErrorData(streamErr)))
+		} else if streamErr != nil && !em.passedErr {
 			_ = em.egressChunks([]json.RawMessage{mustJSON(map[string]any{"error": streamErr.Detail})}, true)
 		}
 	case streamErr != nil && conv != nil && conv.responses != nil:
