@@ -8,6 +8,10 @@
 // final), decodes the AWS event-stream framing and hands the decoded events
 // to adapt_stream.
 //
+// native.go implements the drop-in hooks for the /bedrock prefix:
+// Converse / ConverseStream requests in, Converse answers and
+// ConverseStream events (framed by the host) out.
+//
 // Model ids and inference profiles: the model id goes into the URL path
 // escaped the way the AWS SDKs escape path labels (every byte but A-Z a-z
 // 0-9 - _ . ~, so "…-v1:0" is sent as "…-v1%3A0"); the host's signer

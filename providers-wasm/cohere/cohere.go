@@ -10,8 +10,11 @@
 // Model listing only exists in Cohere's v1 API, so that one spec carries an
 // absolute URL derived from the base URL.
 //
-// Everything is done by scanning with pluginsdk/jsonx and appending bytes:
-// no encoding/json decoding on any hook (json.Valid, a non-reflective
+// The drop-in hooks (ingress_request, egress_response, egress_stream, in
+// native.go) serve the /cohere prefix; see that file.
+//
+// The adapt_* hooks scan with pluginsdk/jsonx and append bytes:
+// no encoding/json decoding on them (json.Valid, a non-reflective
 // scanner, guards the decoders so malformed upstream bytes are an error).
 //
 // Request facts the response side needs — the model (Cohere's stream never
