@@ -15,6 +15,7 @@ const (
 	TypeEmbedding   = pluginsdk.RequestEmbedding
 	TypeCountTokens = pluginsdk.RequestCountTokens
 	TypeListModels  = pluginsdk.RequestListModels
+	TypeRerank      = pluginsdk.RequestRerank
 )
 
 // The adapter contract types live in pluginsdk, shared with plugin authors.

@@ -139,7 +139,7 @@ func (s *Service) tryTarget(ctx context.Context, cl *call, tgt routing.Target, i
 		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "no_adapter",
 			fmt.Sprintf("no provider adapter for wire family %q is loaded; install one through /api/plugins", info.Family)))
 	}
-	passthrough := adapter.Passthrough()
+	passthrough := adapter.Passthrough() && openAIWireType(cl.reqType)
 	if !passthrough && !adapter.Supports(cl.reqType) && !needsConversion(cl.reqType, adapter, false) {
 		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "unsupported_request_type",
 			fmt.Sprintf("provider %q does not support %s requests", tgt.Provider, cl.reqType)))
@@ -239,8 +239,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	var spec *UpstreamRequest
 	var conv *conversion
 	effType := cl.reqType
-	passthrough := adapter.Passthrough() && (cl.reqType == TypeChat || cl.reqType == TypeCompletion ||
-		cl.reqType == TypeResponses || cl.reqType == TypeEmbedding)
+	passthrough := adapter.Passthrough() && openAIWireType(cl.reqType)
 	if passthrough {
 		body, ok := jsonx.SetStringField(cl.p.body, "model", resolved)
 		if !ok {
@@ -411,3 +410,9 @@ func buildHTTPRequest(ctx context.Context, spec *UpstreamRequest, baseURL string
 
 // unused guard so sse stays imported when only streams use it.
 var _ = sse.AppendEvent
+
+// openAIWireType reports whether a request type exists on the OpenAI wire,
+// so a passthrough adapter's provider serves it byte for byte.
+func openAIWireType(t string) bool {
+	return t == TypeChat || t == TypeCompletion || t == TypeResponses || t == TypeEmbedding
+}
