@@ -44,6 +44,10 @@ type Config struct {
 	// SetupToken unlocks the management API while dashboard auth is inactive.
 	SetupToken string `koanf:"setup_token" json:"-"`
 
+	// PprofAddr, when set (e.g. 127.0.0.1:6060), serves net/http/pprof on
+	// its own listener for profiling; never expose it publicly.
+	PprofAddr string `koanf:"pprof_addr" json:"pprof_addr,omitempty"`
+
 	Server     Server     `koanf:"server" json:"server"`
 	AuthConfig AuthConfig `koanf:"auth_config" json:"auth_config"`
 	Vault      Vault      `koanf:"vault" json:"vault"`
