@@ -35,6 +35,10 @@ type Config struct {
 	// data_dir/wasm-cache). Sharing it between gateways on one host saves
 	// the cold compile (about a second per module) at start-up.
 	PluginCacheDir string `koanf:"plugin_cache_dir" json:"plugin_cache_dir"`
+	// UntrustedBundledAdapters runs the adapters shipped with the gateway
+	// with termination checks, like third-party modules (slower; off by
+	// default because they come from the same build as the binary).
+	UntrustedBundledAdapters bool `koanf:"untrusted_bundled_adapters" json:"untrusted_bundled_adapters"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `koanf:"log_level" json:"log_level"`
 	// LogFormat is text or json.

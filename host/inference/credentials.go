@@ -28,11 +28,17 @@ const credentialTTL = time.Minute
 
 type credentialCache struct {
 	mu sync.Mutex
-	m  map[string]*credential
+	m  map[credKey]*credential
+}
+
+// credKey names one version of a key: an edit changes UpdatedAt.
+type credKey struct {
+	provider, id string
+	updated      int64
 }
 
 func (c *credentialCache) get(ctx context.Context, svc *providers.Service, info providers.Info, k providers.Key) (*credential, error) {
-	id := k.Provider + "/" + k.ID + "@" + k.UpdatedAt.Format(time.RFC3339Nano)
+	id := credKey{k.Provider, k.ID, k.UpdatedAt.UnixNano()}
 	c.mu.Lock()
 	cr, ok := c.m[id]
 	c.mu.Unlock()
@@ -60,7 +66,7 @@ func (c *credentialCache) get(ctx context.Context, svc *providers.Service, info 
 	cr = &credential{key: rk, auth: auth, keyConfig: publicKeyConfig(rk), built: time.Now()}
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[string]*credential{}
+		c.m = map[credKey]*credential{}
 	}
 	if len(c.m) > 4096 {
 		clear(c.m)

@@ -151,9 +151,13 @@ func (s *Service) tryTarget(ctx context.Context, cl *call, tgt routing.Target, i
 		Max:        time.Duration(prov.NetworkConfig.RetryBackoffMaxMS) * time.Millisecond,
 	}
 	timeout := time.Duration(prov.NetworkConfig.DefaultRequestTimeoutInSeconds) * time.Second
-	proxyPW, err := s.o.Providers.ResolveProxyPassword(ctx, prov)
-	if err != nil {
-		return nil, s.routeErr(cl, tgt, index, apierr.Internal(err))
+	var proxyPW string
+	if !prov.ProxyConfig.Password.IsZero() {
+		pw, err := s.o.Providers.ResolveProxyPassword(ctx, prov)
+		if err != nil {
+			return nil, s.routeErr(cl, tgt, index, apierr.Internal(err))
+		}
+		proxyPW = pw
 	}
 	tr, err := s.transports.get(&prov, proxyPW)
 	if err != nil {
