@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -243,19 +244,30 @@ func (s *Service) work() {
 
 func newJobID() string { return "job_" + uuid.Must(uuid.NewV7()).String() }
 
-// update runs fn in a transaction, retrying conflicts a few more times than
-// the store does and store failures briefly, because giving up on a terminal
-// write only defers the job to the next restart.
+// update runs fn in a transaction until it commits, fn declines (errSkip)
+// or the service closes. It keeps retrying because giving up on a claim or
+// a terminal write would leave the job stuck until the next restart, and
+// conflicts are expected: the terminal transaction reads the webhook
+// endpoint, whose counters the dispatcher updates on every delivery.
 func (s *Service) update(fn func(store.Tx) error) error {
-	var err error
-	for i := 0; i < 5; i++ {
-		err = s.st.Update(s.ctx, fn)
+	delay := 10 * time.Millisecond
+	for i := 1; ; i++ {
+		err := s.st.Update(s.ctx, fn)
 		if err == nil || errors.Is(err, errSkip) || s.ctx.Err() != nil {
 			return err
 		}
-		time.Sleep(time.Duration(i+1) * 20 * time.Millisecond)
+		if i == 5 || i%50 == 0 {
+			s.log.Warn("async jobs: store write keeps failing; retrying", "tries", i, "error", err)
+		}
+		t := time.NewTimer(delay + time.Duration(rand.Int64N(int64(delay))))
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return s.ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, time.Second)
 	}
-	return err
 }
 
 // errSkip aborts a transaction that found nothing to do.
