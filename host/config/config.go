@@ -57,6 +57,7 @@ type Config struct {
 	Vault      Vault      `koanf:"vault" json:"vault"`
 	Client     Client     `koanf:"client" json:"client"`
 	Logs       Logs       `koanf:"logs" json:"logs"`
+	Async      Async      `koanf:"async" json:"async"`
 
 	// Entities holds the raw entity sections by name ("providers", ...).
 	Entities map[string]json.RawMessage `koanf:"-" json:"-"`
@@ -144,6 +145,24 @@ type Logs struct {
 	EnqueueTimeout Duration `koanf:"enqueue_timeout" json:"enqueue_timeout"`
 	// MaxScanRecords caps the records one query or stats call examines.
 	MaxScanRecords int `koanf:"max_scan_records" json:"max_scan_records"`
+}
+
+// Async configures async inference jobs (/v1/async/*).
+type Async struct {
+	// Workers is how many jobs run at once.
+	Workers int `koanf:"workers" json:"workers"`
+	// ResultTTL is how long a finished job's result can be fetched.
+	ResultTTL Duration `koanf:"result_ttl" json:"result_ttl"`
+	// JobTimeout bounds one run of a job; a job over it fails with 504.
+	JobTimeout Duration `koanf:"job_timeout" json:"job_timeout"`
+	// MaxAttempts is how many runs a job gets when restarts interrupt it.
+	MaxAttempts int `koanf:"max_attempts" json:"max_attempts"`
+	// PruneInterval is how often expired jobs are pruned.
+	PruneInterval Duration `koanf:"prune_interval" json:"prune_interval"`
+	// PruneGrace keeps an expired result this long before it is dropped.
+	PruneGrace Duration `koanf:"prune_grace" json:"prune_grace"`
+	// TombstoneTTL is how long after expiry a job answers 410, not 404.
+	TombstoneTTL Duration `koanf:"tombstone_ttl" json:"tombstone_ttl"`
 }
 
 // Addr is host:port for the listener.

@@ -78,7 +78,10 @@ func (s *Service) handle(reqType, path string) fiber.Handler {
 			return aerr
 		}
 		cl := &call{reqType: reqType, path: path, p: p}
-		cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(), Route: c.Path(),
+		// c.Path() points into the pooled request buffer, reused once the
+		// handler returns; the outcome outlives it (the log writer reads it
+		// later), so it keeps its own copy.
+		cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(), Route: strings.Clone(c.Path()),
 			RequestType: reqType, Model: p.model, Stream: p.stream}
 		pre, aerr := s.runPreRequest(c.UserContext(), p.body)
 		if aerr != nil {
