@@ -53,6 +53,9 @@ func scenarios() []scenario {
 	}
 }
 
+// onlyScenario narrows a run to matching scenarios (-only).
+var onlyScenario string
+
 type result struct {
 	warmups  int64
 	requests int64
@@ -68,7 +71,9 @@ func main() {
 	soak := flag.Duration("soak", 5*time.Minute, "soak duration at concurrency 64 on the passthrough path (0 skips)")
 	out := flag.String("out", "BENCHMARKS.md", "file whose load-benchmark section is replaced with the results")
 	concs := flag.String("concurrency", "1,64", "comma-separated concurrency levels")
+	only := flag.String("only", "", "run only scenarios whose name contains this")
 	flag.Parse()
+	onlyScenario = *only
 	if err := run(*bin, *dur, *soak, *out, *concs); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
@@ -145,6 +150,9 @@ logs:
 	var gwRequests int64
 	fmt.Printf("%-30s %5s %10s %10s %10s %12s %8s %8s %10s\n", "scenario", "conc", "target", "rps", "p50", "p99", "+p50", "+p99", "cpu/req")
 	for _, sc := range scenarios() {
+		if onlyScenario != "" && !strings.Contains(sc.name, onlyScenario) {
+			continue
+		}
 		for _, conc := range levels {
 			direct := load(mockURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
 			floor := load(nginxURL+sc.floorPath, sc.floorBody, hdr, conc, dur)

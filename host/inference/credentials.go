@@ -17,8 +17,10 @@ import (
 // authenticator built (token sources cache their tokens), the non-secret key
 // config rendered for adapters. It is cached per key version.
 type credential struct {
-	key       providers.ResolvedKey
-	auth      upstreamauth.Authenticator
+	key  providers.ResolvedKey
+	auth upstreamauth.Authenticator
+	// static holds the auth headers when they do not depend on the request.
+	static    map[string]string
 	keyConfig json.RawMessage
 	built     time.Time
 }
@@ -64,6 +66,7 @@ func (c *credentialCache) get(ctx context.Context, svc *providers.Service, info 
 		}
 	}
 	cr = &credential{key: rk, auth: auth, keyConfig: publicKeyConfig(rk), built: time.Now()}
+	cr.static = staticAuthHeaders(info, cr)
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[credKey]*credential{}

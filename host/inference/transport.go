@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/wasmgate/gateway/host/providers"
 )
 
@@ -25,13 +27,23 @@ type transportEntry struct {
 	updated time.Time
 	proxyPW string
 	tr      *http.Transport
+	// fast serves non-streamed passthrough requests; nil behind a proxy.
+	fast *fasthttp.Client
 }
 
 func (t *transportCache) get(p *providers.Provider, proxyPassword string) (*http.Transport, error) {
+	e, err := t.entry(p, proxyPassword)
+	if err != nil {
+		return nil, err
+	}
+	return e.tr, nil
+}
+
+func (t *transportCache) entry(p *providers.Provider, proxyPassword string) (*transportEntry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.m[p.Name]; ok && e.updated.Equal(p.UpdatedAt) && e.proxyPW == proxyPassword {
-		return e.tr, nil
+		return e, nil
 	}
 	pc := p.ProxyConfig
 	connect := time.Duration(p.NetworkConfig.ConnectTimeoutInSeconds) * time.Second
@@ -72,8 +84,12 @@ func (t *transportCache) get(p *providers.Provider, proxyPassword string) (*http
 	if old, ok := t.m[p.Name]; ok {
 		old.tr.CloseIdleConnections()
 	}
-	t.m[p.Name] = &transportEntry{updated: p.UpdatedAt, proxyPW: proxyPassword, tr: tr}
-	return tr, nil
+	e := &transportEntry{updated: p.UpdatedAt, proxyPW: proxyPassword, tr: tr}
+	if pc.Type == "" || pc.Type == providers.ProxyNone {
+		e.fast = newFastClient(p)
+	}
+	t.m[p.Name] = e
+	return e, nil
 }
 
 func (t *transportCache) closeAll() {
