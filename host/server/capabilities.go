@@ -10,7 +10,6 @@ import (
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
-	"github.com/wasmgate/gateway/host/plugins"
 	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/webhooks"
@@ -53,7 +52,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.closers = append(s.closers, pl.Close)
 	s.plugins = pl
-	s.metrics.Registry.MustRegister(plugins.NewCollector(pl.Manager()))
+	s.metrics.Registry.MustRegister(registry.NewCollector(pl.Manager()))
 	pl.Routes(api)
 	s.pluginAdapters = inference.AdapterFunc(func(family string) (inference.Adapter, bool) {
 		e, ok := pl.Adapter(family)

@@ -1,14 +1,16 @@
-package plugins
+package registry
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wasmgate/gateway/host/plugins"
 )
 
 // Collector exposes per-plugin call counts, errors and latency quantiles
 // as Prometheus series. It reads the Manager's statistics when scraped, so
 // the hot path only updates the counters it already keeps.
 type Collector struct {
-	m       *Manager
+	m       *plugins.Manager
 	calls   *prometheus.Desc
 	errors  *prometheus.Desc
 	latency *prometheus.Desc
@@ -16,7 +18,7 @@ type Collector struct {
 }
 
 // NewCollector returns a collector over m's plugins.
-func NewCollector(m *Manager) *Collector {
+func NewCollector(m *plugins.Manager) *Collector {
 	labels := []string{"plugin", "runtime", "kind"}
 	return &Collector{
 		m:     m,
@@ -44,7 +46,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(st.Calls), lv...)
 		ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(st.Errors), lv...)
 		up := 0.0
-		if st.State == StateLoaded {
+		if st.State == plugins.StateLoaded {
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, lv...)
