@@ -247,3 +247,34 @@ func readAll(r io.Reader) []byte {
 	b, _ := io.ReadAll(r)
 	return b
 }
+
+// TestRerankAndCountTokens covers the request types without an OpenAI wire:
+// they reach the adapters that support them and are refused clearly elsewhere.
+func TestRerankAndCountTokens(t *testing.T) {
+	cfg := fakeProviders(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	resp, raw := post(t, p.base+"/v1/rerank", `{"model":"cohere/rerank-v3.5","query":"gateway","documents":["a gateway routes requests","bananas"],"top_n":2}`)
+	if resp.StatusCode != 200 || !strings.Contains(string(raw), `"relevance_score"`) {
+		t.Fatalf("rerank: %d %s", resp.StatusCode, raw)
+	}
+	resp, raw = post(t, p.base+"/v1/count_tokens", `{"model":"anthropic/claude-3-5-haiku","messages":[{"role":"user","content":"hello there"}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(string(raw), `"input_tokens"`) {
+		t.Fatalf("count tokens: %d %s", resp.StatusCode, raw)
+	}
+	resp, raw = post(t, p.base+"/v1/rerank", `{"model":"openai/gpt-4o-mini","query":"q","documents":["d"]}`)
+	if resp.StatusCode != 400 || !strings.Contains(string(raw), "unsupported_request_type") {
+		t.Fatalf("rerank on openai: %d %s", resp.StatusCode, raw)
+	}
+	// Plugin call statistics are exported.
+	req, _ := http.NewRequest("GET", p.base+"/metrics", nil)
+	req.Header.Set("X-Gateway-Setup-Token", setupToken)
+	mresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mresp.Body.Close()
+	body, _ := io.ReadAll(mresp.Body)
+	if !strings.Contains(string(body), `wasmgate_plugin_calls_total{kind="provider",plugin="adapter-cohere",runtime="wasm"}`) {
+		t.Fatalf("plugin metrics missing:\n%.3000s", body)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,6 +38,16 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	if cfg.PprofAddr != "" {
+		go func() {
+			// The default mux carries the pprof handlers registered by the
+			// blank import; it is served only on this separate address.
+			log.Warn("profiling endpoint enabled", "addr", cfg.PprofAddr)
+			if err := http.ListenAndServe(cfg.PprofAddr, nil); err != nil {
+				log.Error("pprof listener", "error", err)
+			}
+		}()
+	}
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
 		log.Error("gateway failed to start", "error", err)

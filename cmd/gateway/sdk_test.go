@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wasmgate/gateway/host/fakeupstream"
+	"github.com/wasmgate/gateway/host/upstreamauth"
 )
 
 // fakeProviders serves every fake upstream family on one local server and
@@ -25,7 +26,9 @@ func fakeProviders(t *testing.T) string {
 // knobs (FailNext, SetStreamError, ...) tests turn.
 func fakeProviderSet(t *testing.T) (string, *fakeupstream.Set) {
 	t.Helper()
-	set := fakeupstream.NewSet(fakeupstream.Options{})
+	// Bedrock requests are checked against a real SigV4 verification with
+	// the key configured below.
+	set := fakeupstream.NewSet(fakeupstream.Options{AWS: &upstreamauth.AWSCredentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "bedrock-test-secret"}})
 	srv := httptest.NewServer(set)
 	t.Cleanup(func() { set.Close(); srv.Close() })
 	cfg := fmt.Sprintf(`providers:
@@ -43,7 +46,7 @@ func fakeProviderSet(t *testing.T) (string, *fakeupstream.Set) {
     keys: [{name: main, value: sk-cohere}]
   bedrock:
     network_config: {base_url: "%[1]s/bedrock"}
-    keys: [{name: main, bedrock_key_config: {access_key: AKIDEXAMPLE, secret_key: secret, region: us-east-1}}]
+    keys: [{name: main, bedrock_key_config: {access_key: AKIDEXAMPLE, secret_key: bedrock-test-secret, region: us-east-1}}]
 `, srv.URL)
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

@@ -53,7 +53,11 @@ func scenarios() []scenario {
 	}
 }
 
+// onlyScenario narrows a run to matching scenarios (-only).
+var onlyScenario string
+
 type result struct {
+	warmups  int64
 	requests int64
 	errors   int64
 	firstErr string
@@ -67,7 +71,9 @@ func main() {
 	soak := flag.Duration("soak", 5*time.Minute, "soak duration at concurrency 64 on the passthrough path (0 skips)")
 	out := flag.String("out", "BENCHMARKS.md", "file whose load-benchmark section is replaced with the results")
 	concs := flag.String("concurrency", "1,64", "comma-separated concurrency levels")
+	only := flag.String("only", "", "run only scenarios whose name contains this")
 	flag.Parse()
+	onlyScenario = *only
 	if err := run(*bin, *dur, *soak, *out, *concs); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
@@ -144,13 +150,16 @@ logs:
 	var gwRequests int64
 	fmt.Printf("%-30s %5s %10s %10s %10s %12s %8s %8s %10s\n", "scenario", "conc", "target", "rps", "p50", "p99", "+p50", "+p99", "cpu/req")
 	for _, sc := range scenarios() {
+		if onlyScenario != "" && !strings.Contains(sc.name, onlyScenario) {
+			continue
+		}
 		for _, conc := range levels {
 			direct := load(mockURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
 			floor := load(nginxURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
 			cpu0 := gw.cpu()
 			g := load(gwURL+sc.path, sc.body, hdr, conc, dur)
 			cpu1 := gw.cpu()
-			gwRequests += g.requests + g.errors
+			gwRequests += g.requests + g.errors + g.warmups
 			cpuPer := time.Duration(0)
 			if g.requests > 0 {
 				cpuPer = (cpu1 - cpu0) / time.Duration(g.requests)
@@ -180,6 +189,7 @@ logs:
 
 	var soakLine string
 	if soak > 0 {
+		anon0, file0 := gw.status("RssAnon"), gw.status("RssFile")
 		rss0 := gw.rss()
 		start := time.Now()
 		var samples []int64
@@ -198,14 +208,16 @@ logs:
 		}()
 		s := load(gwURL+scenarios()[0].path, scenarios()[0].body, hdr, 64, soak)
 		close(stop)
-		gwRequests += s.requests + s.errors
+		gwRequests += s.requests + s.errors + s.warmups
 		rss1 := gw.rss()
 		first, last := rss0, rss1
 		if len(samples) > 2 {
 			first = samples[len(samples)/4]
 		}
-		soakLine = fmt.Sprintf("Soak: %s at concurrency 64 on the passthrough path: %d requests (%.0f rps, %d errors); RSS %s after warm-up -> %s at the end (%+.1f%%).",
-			time.Since(start).Round(time.Second), s.requests, s.rps, s.errors, mib(first), mib(last), 100*float64(last-first)/float64(max(first, 1)))
+		anon1, file1 := gw.status("RssAnon"), gw.status("RssFile")
+		soakLine = fmt.Sprintf("Soak: %s at concurrency 64 on the passthrough path: %d requests (%.0f rps, %d errors); RSS %s after warm-up -> %s at the end (%+.1f%%); anonymous memory (heap, stacks) %s -> %s, file-backed (mapped store files) %s -> %s.",
+			time.Since(start).Round(time.Second), s.requests, s.rps, s.errors, mib(first), mib(last), 100*float64(last-first)/float64(max(first, 1)),
+			mib(anon0), mib(anon1), mib(file0), mib(file1))
 		fmt.Println(soakLine)
 	}
 
@@ -214,8 +226,8 @@ logs:
 		return fmt.Errorf("count logs: %w", err)
 	}
 	peak := gw.peakRSS()
-	summary := fmt.Sprintf("Gateway peak RSS: %s. Requests sent to the gateway: %d; request-log records: %d (%s).",
-		mib(peak), gwRequests, logged, map[bool]string{true: "none lost", false: "MISMATCH"}[logged == gwRequests])
+	summary := fmt.Sprintf("Gateway peak RSS: %s (at the end: anonymous %s, file-backed %s). Requests sent to the gateway: %d; request-log records: %d (%s).",
+		mib(peak), mib(gw.status("RssAnon")), mib(gw.status("RssFile")), gwRequests, logged, map[bool]string{true: "none lost", false: "MISMATCH"}[logged == gwRequests])
 	fmt.Println(summary)
 
 	section := "## Load benchmark (`make bench`)\n\n" +
@@ -247,10 +259,12 @@ func load(url, body string, hdr map[string]string, conc int, dur time.Duration) 
 	tr := &http.Transport{MaxIdleConns: conc * 2, MaxIdleConnsPerHost: conc * 2, DisableCompression: true}
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	defer tr.CloseIdleConnections()
-	// Warm connections and caches outside the measurement.
+	// Warm connections and caches outside the measurement (counted: the
+	// gateway logs these requests too).
 	for i := 0; i < conc; i++ {
 		_ = once(client, url, body, hdr)
 	}
+	warm := int64(conc)
 	var n, errs atomic.Int64
 	var firstErr atomic.Value
 	lats := make([][]time.Duration, conc)
@@ -280,7 +294,7 @@ func load(url, body string, hdr map[string]string, conc int, dur time.Duration) 
 		all = append(all, l...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	r := result{requests: n.Load(), errors: errs.Load(), rps: float64(n.Load()) / elapsed.Seconds()}
+	r := result{requests: n.Load(), errors: errs.Load(), warmups: warm, rps: float64(n.Load()) / elapsed.Seconds()}
 	if e, ok := firstErr.Load().(string); ok {
 		r.firstErr = e
 	}

@@ -35,6 +35,10 @@ type Config struct {
 	// data_dir/wasm-cache). Sharing it between gateways on one host saves
 	// the cold compile (about a second per module) at start-up.
 	PluginCacheDir string `koanf:"plugin_cache_dir" json:"plugin_cache_dir"`
+	// UntrustedBundledAdapters runs the adapters shipped with the gateway
+	// with termination checks, like third-party modules (slower; off by
+	// default because they come from the same build as the binary).
+	UntrustedBundledAdapters bool `koanf:"untrusted_bundled_adapters" json:"untrusted_bundled_adapters"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `koanf:"log_level" json:"log_level"`
 	// LogFormat is text or json.
@@ -44,11 +48,16 @@ type Config struct {
 	// SetupToken unlocks the management API while dashboard auth is inactive.
 	SetupToken string `koanf:"setup_token" json:"-"`
 
+	// PprofAddr, when set (e.g. 127.0.0.1:6060), serves net/http/pprof on
+	// its own listener for profiling; never expose it publicly.
+	PprofAddr string `koanf:"pprof_addr" json:"pprof_addr,omitempty"`
+
 	Server     Server     `koanf:"server" json:"server"`
 	AuthConfig AuthConfig `koanf:"auth_config" json:"auth_config"`
 	Vault      Vault      `koanf:"vault" json:"vault"`
 	Client     Client     `koanf:"client" json:"client"`
 	Logs       Logs       `koanf:"logs" json:"logs"`
+	Async      Async      `koanf:"async" json:"async"`
 
 	// Entities holds the raw entity sections by name ("providers", ...).
 	Entities map[string]json.RawMessage `koanf:"-" json:"-"`
@@ -136,6 +145,24 @@ type Logs struct {
 	EnqueueTimeout Duration `koanf:"enqueue_timeout" json:"enqueue_timeout"`
 	// MaxScanRecords caps the records one query or stats call examines.
 	MaxScanRecords int `koanf:"max_scan_records" json:"max_scan_records"`
+}
+
+// Async configures async inference jobs (/v1/async/*).
+type Async struct {
+	// Workers is how many jobs run at once.
+	Workers int `koanf:"workers" json:"workers"`
+	// ResultTTL is how long a finished job's result can be fetched.
+	ResultTTL Duration `koanf:"result_ttl" json:"result_ttl"`
+	// JobTimeout bounds one run of a job; a job over it fails with 504.
+	JobTimeout Duration `koanf:"job_timeout" json:"job_timeout"`
+	// MaxAttempts is how many runs a job gets when restarts interrupt it.
+	MaxAttempts int `koanf:"max_attempts" json:"max_attempts"`
+	// PruneInterval is how often expired jobs are pruned.
+	PruneInterval Duration `koanf:"prune_interval" json:"prune_interval"`
+	// PruneGrace keeps an expired result this long before it is dropped.
+	PruneGrace Duration `koanf:"prune_grace" json:"prune_grace"`
+	// TombstoneTTL is how long after expiry a job answers 410, not 404.
+	TombstoneTTL Duration `koanf:"tombstone_ttl" json:"tombstone_ttl"`
 }
 
 // Addr is host:port for the listener.

@@ -56,6 +56,13 @@ func Defaults() map[string]any {
 		"logs.flush_interval":    "100ms",
 		"logs.enqueue_timeout":   "1s",
 		"logs.max_scan_records":  100000,
+		"async.workers":          8,
+		"async.result_ttl":       "1h",
+		"async.job_timeout":      "10m",
+		"async.max_attempts":     3,
+		"async.prune_interval":   "1m",
+		"async.prune_grace":      "1m",
+		"async.tombstone_ttl":    "24h",
 	}
 }
 
@@ -270,7 +277,33 @@ func (c *Config) Validate() error {
 		bad("client.webhook_config.delivery_history_retention_days", "must not be negative")
 	}
 	c.validateLogs(bad)
+	c.validateAsync(bad)
 	return errors.Join(errs...)
+}
+
+func (c *Config) validateAsync(bad func(key, format string, a ...any)) {
+	a := c.Async
+	if a.Workers < 1 || a.Workers > 4096 {
+		bad("async.workers", "must be between 1 and 4096 (got %d)", a.Workers)
+	}
+	if a.ResultTTL.D() < time.Second {
+		bad("async.result_ttl", "must be at least 1s (got %s)", a.ResultTTL.D())
+	}
+	if a.JobTimeout.D() < time.Second {
+		bad("async.job_timeout", "must be at least 1s (got %s)", a.JobTimeout.D())
+	}
+	if a.MaxAttempts < 1 || a.MaxAttempts > 100 {
+		bad("async.max_attempts", "must be between 1 and 100 (got %d)", a.MaxAttempts)
+	}
+	if a.PruneInterval.D() < time.Second {
+		bad("async.prune_interval", "must be at least 1s (got %s)", a.PruneInterval.D())
+	}
+	if a.PruneGrace.D() < 0 {
+		bad("async.prune_grace", "must not be negative")
+	}
+	if a.TombstoneTTL.D() < a.PruneGrace.D() {
+		bad("async.tombstone_ttl", "must be at least async.prune_grace (got %s)", a.TombstoneTTL.D())
+	}
 }
 
 func (c *Config) validateLogs(bad func(key, format string, a ...any)) {

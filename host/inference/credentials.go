@@ -17,8 +17,10 @@ import (
 // authenticator built (token sources cache their tokens), the non-secret key
 // config rendered for adapters. It is cached per key version.
 type credential struct {
-	key       providers.ResolvedKey
-	auth      upstreamauth.Authenticator
+	key  providers.ResolvedKey
+	auth upstreamauth.Authenticator
+	// static holds the auth headers when they do not depend on the request.
+	static    map[string]string
 	keyConfig json.RawMessage
 	built     time.Time
 }
@@ -28,11 +30,17 @@ const credentialTTL = time.Minute
 
 type credentialCache struct {
 	mu sync.Mutex
-	m  map[string]*credential
+	m  map[credKey]*credential
+}
+
+// credKey names one version of a key: an edit changes UpdatedAt.
+type credKey struct {
+	provider, id string
+	updated      int64
 }
 
 func (c *credentialCache) get(ctx context.Context, svc *providers.Service, info providers.Info, k providers.Key) (*credential, error) {
-	id := k.Provider + "/" + k.ID + "@" + k.UpdatedAt.Format(time.RFC3339Nano)
+	id := credKey{k.Provider, k.ID, k.UpdatedAt.UnixNano()}
 	c.mu.Lock()
 	cr, ok := c.m[id]
 	c.mu.Unlock()
@@ -58,9 +66,10 @@ func (c *credentialCache) get(ctx context.Context, svc *providers.Service, info 
 		}
 	}
 	cr = &credential{key: rk, auth: auth, keyConfig: publicKeyConfig(rk), built: time.Now()}
+	cr.static = staticAuthHeaders(info, cr)
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[string]*credential{}
+		c.m = map[credKey]*credential{}
 	}
 	if len(c.m) > 4096 {
 		clear(c.m)

@@ -342,3 +342,17 @@ func TestResponsesAndCompletionsConvertedForChatOnlyAdapters(t *testing.T) {
 	}
 	testgw.WantEnvelope(t, g.Do("POST", "/v1/responses", `{"model":"openai/gpt-4o-mini","input":"hi","previous_response_id":"resp_1"}`), 400, "")
 }
+
+func TestExtraFieldsAreValidJSON(t *testing.T) {
+	g, _, _, _ := gateway(t, true)
+	// A model name needing escapes must still give valid JSON.
+	g.Expect(201, "POST", "/api/providers/groq/keys", map[string]any{"name": "k2", "value": "sk-backup",
+		"aliases": map[string]string{`we"ird\model`: "gpt-4o-mini"}})
+	r := g.Expect(200, "POST", "/v1/chat/completions", chat(`groq/we"ird\model`, false, ""))
+	var m map[string]any
+	r.Decode(t, &m)
+	ef := m["extra_fields"].(map[string]any)
+	if ef["model_requested"] != `groq/we"ird\model` || ef["billed_usage"].(map[string]any)["total_tokens"].(float64) == 0 {
+		t.Fatalf("extra_fields: %v", ef)
+	}
+}

@@ -80,6 +80,9 @@ func (s *Service) listModels(c *fiber.Ctx) error {
 	if data == nil {
 		data = []modelEntry{}
 	}
+	if statuses == nil {
+		statuses = []apierr.KeyStatus{}
+	}
 	return c.JSON(fiber.Map{"object": "list", "data": data, "extra_fields": fiber.Map{"key_statuses": statuses}})
 }
 

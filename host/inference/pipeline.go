@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/plugins"
@@ -93,8 +94,9 @@ func (s *Service) serve(c *fiber.Ctx, reqType, path string, body []byte, eg *egr
 	}
 	cl := &call{reqType: reqType, path: path, p: p, eg: eg}
 	cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(),
-		// c.Path() aliases fasthttp's buffer, reused after the request; the
-		// outcome outlives it in the log queue.
+		// c.Path() points into the pooled request buffer, reused once the
+		// handler returns; the outcome outlives it (the log writer reads it
+		// later), so it keeps its own copy.
 		Route: strings.Clone(c.Path()), RoutePattern: c.Route().Path,
 		RequestType: reqType, Model: p.model, Stream: p.stream, CallerCredential: caller}
 	pre, aerr := s.runPreRequest(c.UserContext(), p.body)
@@ -155,7 +157,7 @@ func (s *Service) tryTarget(ctx context.Context, cl *call, tgt routing.Target, i
 		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "no_adapter",
 			fmt.Sprintf("no provider adapter for wire family %q is loaded; install one through /api/plugins", info.Family)))
 	}
-	passthrough := adapter.Passthrough()
+	passthrough := adapter.Passthrough() && openAIWireType(cl.reqType)
 	if !passthrough && !adapter.Supports(cl.reqType) && !needsConversion(cl.reqType, adapter, false) {
 		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "unsupported_request_type",
 			fmt.Sprintf("provider %q does not support %s requests", tgt.Provider, cl.reqType)))
@@ -167,15 +169,19 @@ func (s *Service) tryTarget(ctx context.Context, cl *call, tgt routing.Target, i
 		Max:        time.Duration(prov.NetworkConfig.RetryBackoffMaxMS) * time.Millisecond,
 	}
 	timeout := time.Duration(prov.NetworkConfig.DefaultRequestTimeoutInSeconds) * time.Second
-	proxyPW, err := s.o.Providers.ResolveProxyPassword(ctx, prov)
+	var proxyPW string
+	if !prov.ProxyConfig.Password.IsZero() {
+		pw, err := s.o.Providers.ResolveProxyPassword(ctx, prov)
+		if err != nil {
+			return nil, s.routeErr(cl, tgt, index, apierr.Internal(err))
+		}
+		proxyPW = pw
+	}
+	te, err := s.transports.entry(&prov, proxyPW)
 	if err != nil {
 		return nil, s.routeErr(cl, tgt, index, apierr.Internal(err))
 	}
-	tr, err := s.transports.get(&prov, proxyPW)
-	if err != nil {
-		return nil, s.routeErr(cl, tgt, index, apierr.Internal(err))
-	}
-	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := &http.Client{Transport: te.tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 	exclude := map[string]bool{}
 	var last *attemptError
@@ -196,7 +202,7 @@ func (s *Service) tryTarget(ctx context.Context, cl *call, tgt routing.Target, i
 			return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusNotFound, apierr.TypeNotFound, "no_key_for_model",
 				fmt.Sprintf("no enabled key of provider %q allows model %q", tgt.Provider, tgt.Model)))
 		}
-		res, aerr := s.attempt(ctx, cl, tgt, prov, info, adapter, client, timeout, key)
+		res, aerr := s.attempt(ctx, cl, tgt, prov, info, adapter, client, te.fast, timeout, key)
 		if aerr == nil {
 			return res, nil
 		}
@@ -239,7 +245,7 @@ func (s *Service) routeErr(cl *call, tgt routing.Target, index int, e *apierr.Er
 
 // attempt sends one request with one key.
 func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, prov providers.Provider, info providers.Info,
-	adapter Adapter, client *http.Client, timeout time.Duration, key *routing.Key) (*attemptResult, *attemptError) {
+	adapter Adapter, client *http.Client, fast *fasthttp.Client, timeout time.Duration, key *routing.Key) (*attemptResult, *attemptError) {
 	pk, _ := s.o.Providers.Key(tgt.Provider, key.ID)
 	cred, err := s.creds.get(ctx, s.o.Providers, info, pk)
 	if err != nil {
@@ -255,8 +261,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	var spec *UpstreamRequest
 	var conv *conversion
 	effType := cl.reqType
-	passthrough := adapter.Passthrough() && (cl.reqType == TypeChat || cl.reqType == TypeCompletion ||
-		cl.reqType == TypeResponses || cl.reqType == TypeEmbedding)
+	passthrough := adapter.Passthrough() && openAIWireType(cl.reqType)
 	if passthrough {
 		body, ok := jsonx.SetStringField(cl.p.body, "model", resolved)
 		if !ok {
@@ -279,6 +284,19 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		if err != nil {
 			return nil, &attemptError{err: adapterError(adapter, "adapt_request", err)}
 		}
+	}
+	if passthrough && !cl.p.stream && fast != nil && cred.static != nil && baseURL != "" {
+		resp, aerr, _ := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, baseURL: baseURL, path: cl.path, fast: fast,
+			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, cl.upstreamHeaders, timeout)
+		if aerr != nil {
+			return nil, aerr
+		}
+		res := &attemptResult{resp: resp, cancel: func() {}, adapter: adapter, passthrough: true,
+			target: tgt, resolved: resolved, keyID: key.ID, reqType: effType}
+		if resp.StatusCode >= 300 {
+			return nil, s.upstreamFailure(ctx, tgt, key, res)
+		}
+		return res, nil
 	}
 	req, err := buildHTTPRequest(ctx, spec, baseURL, prov.NetworkConfig.ExtraHeaders)
 	if err != nil {
@@ -314,31 +332,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		res.state = []byte(spec.Context)
 	}
 	if resp.StatusCode >= 300 {
-		defer res.cancel()
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		e := apierr.New(resp.StatusCode, apierr.TypeUpstream, "upstream_error",
-			fmt.Sprintf("provider %q answered %d: %s", tgt.Provider, resp.StatusCode, upstreamMessage(resp.StatusCode, body)))
-		e.IsGatewayError = false
-		if resp.StatusCode < 400 {
-			e.StatusCode = http.StatusBadGateway
-		}
-		var raw any
-		if json.Unmarshal(body, &raw) == nil {
-			e.WithExtra(&apierr.ExtraFields{RawResponse: raw})
-		}
-		ra := routing.ParseRetryAfter(resp.Header, time.Now())
-		if ra > 0 {
-			ms := ra.Milliseconds()
-			if e.ExtraFields == nil {
-				e.ExtraFields = &apierr.ExtraFields{}
-			}
-			e.ExtraFields.RetryAfterMS = &ms
-		}
-		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-			_ = s.o.Providers.SetKeyStatus(context.WithoutCancel(ctx), tgt.Provider, key.ID, "auth_failed", e.Detail.Message)
-		}
-		return nil, &attemptError{err: e, retryable: routing.Retryable(resp.StatusCode), retryAfter: ra}
+		return nil, s.upstreamFailure(ctx, tgt, key, res)
 	}
 	if cl.p.stream && spec.Stream {
 		timer.Stop() // the stream is open; from here the client's pace rules
@@ -427,3 +421,42 @@ func buildHTTPRequest(ctx context.Context, spec *UpstreamRequest, baseURL string
 
 // unused guard so sse stays imported when only streams use it.
 var _ = sse.AppendEvent
+
+// openAIWireType reports whether a request type exists on the OpenAI wire,
+// so a passthrough adapter's provider serves it byte for byte.
+func openAIWireType(t string) bool {
+	return t == TypeChat || t == TypeCompletion || t == TypeResponses || t == TypeEmbedding
+}
+
+// upstreamFailure turns a non-2xx upstream answer into the attempt's error:
+// the provider's status and message, Retry-After, and key health.
+func (s *Service) upstreamFailure(ctx context.Context, tgt routing.Target, key *routing.Key, res *attemptResult) *attemptError {
+	resp := res.resp
+	{
+		defer res.cancel()
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		e := apierr.New(resp.StatusCode, apierr.TypeUpstream, "upstream_error",
+			fmt.Sprintf("provider %q answered %d: %s", tgt.Provider, resp.StatusCode, upstreamMessage(resp.StatusCode, body)))
+		e.IsGatewayError = false
+		if resp.StatusCode < 400 {
+			e.StatusCode = http.StatusBadGateway
+		}
+		var raw any
+		if json.Unmarshal(body, &raw) == nil {
+			e.WithExtra(&apierr.ExtraFields{RawResponse: raw})
+		}
+		ra := routing.ParseRetryAfter(resp.Header, time.Now())
+		if ra > 0 {
+			ms := ra.Milliseconds()
+			if e.ExtraFields == nil {
+				e.ExtraFields = &apierr.ExtraFields{}
+			}
+			e.ExtraFields.RetryAfterMS = &ms
+		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			_ = s.o.Providers.SetKeyStatus(context.WithoutCancel(ctx), tgt.Provider, key.ID, "auth_failed", e.Detail.Message)
+		}
+		return &attemptError{err: e, retryable: routing.Retryable(resp.StatusCode), retryAfter: ra}
+	}
+}

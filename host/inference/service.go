@@ -58,6 +58,10 @@ func (s *Service) Routes(app fiber.Router) {
 	app.Post("/v1/completions", s.handle(TypeCompletion, "/completions"))
 	app.Post("/v1/responses", s.handle(TypeResponses, "/responses"))
 	app.Post("/v1/embeddings", s.handle(TypeEmbedding, "/embeddings"))
+	// Rerank and token counting have no OpenAI wire: they need an adapter
+	// that supports them (cohere rerank; anthropic and gemini count tokens).
+	app.Post("/v1/rerank", s.handle(TypeRerank, "/rerank"))
+	app.Post("/v1/count_tokens", s.handle(TypeCountTokens, "/count_tokens"))
 	app.Get("/v1/models", s.listModels)
 	// Drop-in prefixes: clients switch by changing only the base URL.
 	s.openAIRoutes(app, "/openai/v1", "openai")

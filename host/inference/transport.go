@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/wasmgate/gateway/host/providers"
 )
 
@@ -17,20 +19,36 @@ import (
 // takes effect with a fresh pool.
 type transportCache struct {
 	mu sync.Mutex
-	m  map[string]*http.Transport
+	m  map[string]*transportEntry
+}
+
+// transportEntry is a provider's pool and the settings it was built from.
+type transportEntry struct {
+	updated time.Time
+	proxyPW string
+	tr      *http.Transport
+	// fast serves non-streamed passthrough requests; nil behind a proxy.
+	fast *fasthttp.Client
 }
 
 func (t *transportCache) get(p *providers.Provider, proxyPassword string) (*http.Transport, error) {
+	e, err := t.entry(p, proxyPassword)
+	if err != nil {
+		return nil, err
+	}
+	return e.tr, nil
+}
+
+func (t *transportCache) entry(p *providers.Provider, proxyPassword string) (*transportEntry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.m[p.Name]; ok && e.updated.Equal(p.UpdatedAt) && e.proxyPW == proxyPassword {
+		return e, nil
+	}
 	pc := p.ProxyConfig
 	connect := time.Duration(p.NetworkConfig.ConnectTimeoutInSeconds) * time.Second
 	if connect <= 0 {
 		connect = 10 * time.Second
-	}
-	id := fmt.Sprintf("%s|%s|%s|%s|%s|%s", p.Name, pc.Type, pc.URL, pc.Username, proxyPassword, connect)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if tr, ok := t.m[id]; ok {
-		return tr, nil
 	}
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
@@ -59,25 +77,26 @@ func (t *transportCache) get(p *providers.Provider, proxyPassword string) (*http
 		tr.Proxy = http.ProxyFromEnvironment
 	}
 	if t.m == nil {
-		t.m = map[string]*http.Transport{}
+		t.m = map[string]*transportEntry{}
 	}
-	// An old entry for the same provider stays usable by in-flight requests;
-	// its idle connections are closed.
-	for k, old := range t.m {
-		if len(k) > len(p.Name) && k[:len(p.Name)+1] == p.Name+"|" {
-			old.CloseIdleConnections()
-			delete(t.m, k)
-		}
+	// The previous pool of a changed provider stays usable by requests in
+	// flight; its idle connections are closed.
+	if old, ok := t.m[p.Name]; ok {
+		old.tr.CloseIdleConnections()
 	}
-	t.m[id] = tr
-	return tr, nil
+	e := &transportEntry{updated: p.UpdatedAt, proxyPW: proxyPassword, tr: tr}
+	if pc.Type == "" || pc.Type == providers.ProxyNone {
+		e.fast = newFastClient(p)
+	}
+	t.m[p.Name] = e
+	return e, nil
 }
 
 func (t *transportCache) closeAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, tr := range t.m {
-		tr.CloseIdleConnections()
+	for _, e := range t.m {
+		e.tr.CloseIdleConnections()
 	}
 }
 

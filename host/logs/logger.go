@@ -426,5 +426,6 @@ func (l *Logger) commit(recs []encoded) error {
 // buffers to hundreds of MiB (measured: 830 MB peak RSS for 300k records
 // with the config store's 16 MiB x 5 memtables).
 func StoreOptions(dir string, log *slog.Logger) badgerstore.Options {
-	return badgerstore.Options{Dir: dir, SyncWrites: false, Logger: log, MemTableSize: 4 << 20, NumMemtables: 2}
+	return badgerstore.Options{Dir: dir, SyncWrites: false, Logger: log, MemTableSize: 4 << 20, NumMemtables: 2,
+		BaseTableSize: 1 << 20}
 }

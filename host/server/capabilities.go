@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wasmgate/gateway/host/asyncjobs"
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
@@ -44,12 +45,14 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	pl, err := registry.New(ctx, registry.Options{
 		Store: s.store, Log: s.log, DataDir: s.cfg.DataDir, PluginsDir: s.cfg.PluginsDir,
 		ConfigEntries: s.cfg.Entities["plugins"], PreloadFamilies: families, CacheDir: s.cfg.PluginCacheDir,
+		UntrustedBundled: s.cfg.UntrustedBundledAdapters,
 	})
 	if err != nil {
 		return err
 	}
 	s.closers = append(s.closers, pl.Close)
 	s.plugins = pl
+	s.metrics.Registry.MustRegister(registry.NewCollector(pl.Manager()))
 	pl.Routes(api)
 	s.pluginAdapters = inference.AdapterFunc(func(family string) (inference.Adapter, bool) {
 		e, ok := pl.Adapter(family)
@@ -83,8 +86,27 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	})
 	s.inference.Routes(s.app)
 	s.closers = append(s.closers, s.inference.Close)
+
+	// Async jobs go in the main store (fsync'd, and where webhook deliveries
+	// live, so a job's outcome and its delivery commit together). Closers
+	// run in reverse: workers stop before inference, webhooks and the store.
+	ac := s.cfg.Async
+	s.async, err = asyncjobs.New(asyncjobs.Options{
+		Store: s.store, Webhooks: wh, Log: s.log, Now: s.now,
+		Workers: ac.Workers, ResultTTL: ac.ResultTTL.D(), JobTimeout: ac.JobTimeout.D(),
+		MaxAttempts: ac.MaxAttempts, PruneInterval: ac.PruneInterval.D(),
+		PruneGrace: ac.PruneGrace.D(), TombstoneTTL: ac.TombstoneTTL.D(),
+	})
+	if err != nil {
+		return err
+	}
+	s.async.Routes(s.app)
+	s.closers = append(s.closers, s.async.Close)
 	return nil
 }
+
+// Async is the async-jobs capability (/v1/async/*).
+func (s *Server) Async() *asyncjobs.Service { return s.async }
 
 // Webhooks is the webhook capability (async jobs enqueue deliveries on it).
 func (s *Server) Webhooks() *webhooks.Service { return s.webhooks }

@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/asyncjobs"
 	"github.com/wasmgate/gateway/host/audit"
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
@@ -58,6 +59,10 @@ type Server struct {
 	pluginAdapters inference.AdapterSource
 	// plugins is set by provisionCapabilities.
 	plugins *registry.Service
+	// async is set by provisionCapabilities and started once every route is mounted.
+	async *asyncjobs.Service
+	// now is the clock handed to capabilities that take one (WithClock).
+	now func() time.Time
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}
@@ -71,6 +76,12 @@ type Option func(*Server)
 // adapter plugins (embedding hosts and tests use it).
 func WithAdapters(src inference.AdapterSource) Option {
 	return func(s *Server) { s.extraAdapters = src }
+}
+
+// WithClock sets the clock of capabilities whose behaviour depends on time
+// (async job expiry); tests use it to move time without sleeping.
+func WithClock(now func() time.Time) Option {
+	return func(s *Server) { s.now = now }
 }
 
 // New provisions every capability from cfg. On error nothing is left running.
@@ -144,8 +155,14 @@ func (s *Server) provision(ctx context.Context) error {
 	})
 	s.metrics = metrics.New()
 	s.notify = notify.NewHub()
-	s.app.Use(recoverer(log), s.metrics.Middleware())
+	// asyncjobs.ContextMiddleware lets an async job's in-process request
+	// carry the job's context (cancellation) into the inference pipeline.
+	s.app.Use(recoverer(log), asyncjobs.ContextMiddleware, s.metrics.Middleware())
 	if err := s.mount(ctx); err != nil {
+		return err
+	}
+	// Jobs run through the finished app, so they start after every route is mounted.
+	if err := s.async.Start(s.app.Handler()); err != nil {
 		return err
 	}
 	// Unknown routes fall through to Fiber's 404, which errorHandler wraps.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/wasmgate/gateway/pluginsdk"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
+	"github.com/wasmgate/gateway/pluginsdk/openaiwire"
 )
 
 // DefaultAPIVersion is used when the key config names none.
@@ -216,7 +217,7 @@ func (a *Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
 		return pluginsdk.Replace(body), nil
 	}
 	if !json.Valid(body) {
-		return pluginsdk.Output{}, malformed
+		return pluginsdk.Output{}, openaiwire.ErrMalformed
 	}
 	s, _, ok := jsonx.ObjectField(body, 0, "data")
 	b := append(a.out[:0], `{"object":"list","data":[`...)
@@ -246,9 +247,9 @@ func (a *Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
 // as they are: OpenAI clients ignore what they do not know.
 func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) {
 	if !json.Valid(in.Batch) {
-		return pluginsdk.Output{}, malformed
+		return pluginsdk.Output{}, openaiwire.ErrMalformed
 	}
-	b, err := appendStreamChunks(a.out[:0], in.Batch)
+	b, err := openaiwire.AppendStreamChunks(a.out[:0], in.Batch)
 	a.out = b
 	if err != nil {
 		return pluginsdk.Output{}, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/openaiwire"
 )
 
 // FuzzAdaptStream: whatever the batch, the stream hook returns chunks that
@@ -49,7 +50,7 @@ func FuzzEventError(f *testing.F) {
 	f.Add([]byte(""), []byte(`{"error":{"code":503}}`))
 	f.Add([]byte(""), []byte(`{"error":"plain"}`))
 	f.Fuzz(func(t *testing.T, event, data []byte) {
-		if err := eventError(event, data); err != nil {
+		if err := openaiwire.EventError(event, data); err != nil {
 			if pe, ok := err.(*pluginsdk.Error); !ok || pe.Code < 400 || pe.Code > 599 {
 				t.Fatalf("error is not a status: %v", err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wasmgate/gateway/pluginsdk"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
+	"github.com/wasmgate/gateway/pluginsdk/openaiwire"
 )
 
 // Adapter is the OpenAI-wire adapter. It keeps one output buffer across
@@ -175,9 +176,9 @@ func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error
 	// broken chunk. The host frames valid JSON, so this is defence in depth
 	// on a path the passthrough capability makes rare.
 	if !json.Valid(in.Batch) {
-		return pluginsdk.Output{}, malformed
+		return pluginsdk.Output{}, openaiwire.ErrMalformed
 	}
-	b, err := appendStreamChunks(a.out[:0], in.Batch)
+	b, err := openaiwire.AppendStreamChunks(a.out[:0], in.Batch)
 	a.out = b
 	if err != nil {
 		return pluginsdk.Output{}, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/wasmgate/gateway/store"
 )
@@ -36,6 +37,13 @@ type Options struct {
 	// under sustained writes scales with it.
 	MemTableSize int64
 	NumMemtables int
+	// BaseTableSize bounds SST tables; compaction buffers scale with it.
+	BaseTableSize int64
+	// Compress enables Snappy block compression. It is off by default: the
+	// gateway seals values with AES-GCM when a key is set, and ciphertext
+	// does not compress, while the compressor's buffers were the largest
+	// memory cost of a write-heavy store.
+	Compress bool
 }
 
 // DB is a store.Store backed by Badger.
@@ -57,7 +65,14 @@ func Open(opts Options) (*DB, error) {
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(2).
 		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20)
+		WithIndexCacheSize(8 << 20).
+		WithCompression(options.None)
+	if opts.Compress {
+		bo = bo.WithCompression(options.Snappy)
+	}
+	if opts.BaseTableSize > 0 {
+		bo = bo.WithBaseTableSize(opts.BaseTableSize)
+	}
 	if opts.MemTableSize > 0 {
 		// Badger refuses a value threshold above its batch limit (15% of
 		// the memtable); larger values go to the value log instead.

@@ -83,6 +83,7 @@ func (s *Service) view(r Record, internal bool) View {
 	}
 	if st, ok := s.mgr.Get(r.Name); ok {
 		v.Kind, v.Version, v.Status, v.Error = st.Kind, st.Version, st.State, st.Error
+		v.Trusted = st.Trusted
 		if st.Hooks != nil {
 			v.Hooks = st.Hooks
 		}

@@ -1,4 +1,7 @@
-package main
+// Package openaiwire holds stream handling shared by adapters whose
+// upstream speaks the OpenAI wire (OpenAI itself, Azure OpenAI, and any
+// third-party OpenAI-compatible adapter).
+package openaiwire
 
 import (
 	"bytes"
@@ -8,12 +11,12 @@ import (
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
-// appendStreamChunks appends to dst the JSON array of chunks for one batch
+// AppendStreamChunks appends to dst the JSON array of chunks for one batch
 // of upstream events, or returns dst empty when the batch carries none.
 // Malformed input is an error, never a panic: the batch comes from the
 // network through the host's framing, and a guest panic would kill the
 // instance and hide the cause.
-func appendStreamChunks(dst, batch []byte) ([]byte, error) {
+func AppendStreamChunks(dst, batch []byte) ([]byte, error) {
 	start := len(dst)
 	n := 0
 	var ferr error
@@ -30,10 +33,10 @@ func appendStreamChunks(dst, batch []byte) ([]byte, error) {
 				data = batch[vs:ve]
 			}
 		}) {
-			ferr = malformed
+			ferr = ErrMalformed
 			return
 		}
-		if err := eventError(event, data); err != nil {
+		if err := EventError(event, data); err != nil {
 			ferr = err
 			return
 		}
@@ -54,7 +57,7 @@ func appendStreamChunks(dst, batch []byte) ([]byte, error) {
 		return dst[:start], ferr
 	}
 	if !ok {
-		return dst[:start], malformed
+		return dst[:start], ErrMalformed
 	}
 	if n > 0 {
 		dst = append(dst, ']')
@@ -62,15 +65,17 @@ func appendStreamChunks(dst, batch []byte) ([]byte, error) {
 	return dst, nil
 }
 
-var malformed = &pluginsdk.Error{Code: 502, Message: "adapter-openai: malformed stream batch"}
+// ErrMalformed is returned for a stream batch that is not a JSON array of
+// events.
+var ErrMalformed = &pluginsdk.Error{Code: 502, Message: "ErrMalformed stream batch"}
 
-// eventError recognises the errors OpenAI-wire servers send inside a 200
+// EventError recognises the errors OpenAI-wire servers send inside a 200
 // stream and returns the *pluginsdk.Error standing for them, or nil:
 //   - chat/completions: a data object with an "error" member, e.g.
 //     {"error":{"message":...,"type":"server_error","code":null}};
 //   - Responses API: event "error" / type "error" with code and message at
 //     the top level, and type "response.failed" with response.error.
-func eventError(event, data []byte) error {
+func EventError(event, data []byte) error {
 	isErrEvent := string(event) == "error"
 	if len(data) == 0 || data[0] != '{' {
 		if isErrEvent {
@@ -89,17 +94,17 @@ func eventError(event, data []byte) error {
 			resp = data[s:e]
 		}
 	}) {
-		return malformed
+		return ErrMalformed
 	}
 	switch {
 	case len(errObj) > 0 && string(errObj) != "null":
-		return errorFrom(errObj)
+		return ErrorFrom(errObj)
 	case isErrEvent || string(typ) == "error":
-		return errorFrom(data)
+		return ErrorFrom(data)
 	case string(typ) == "response.failed":
 		if len(resp) > 0 {
 			if s, e, ok := jsonx.ObjectField(resp, 0, "error"); ok && resp[s] == '{' {
-				return errorFrom(resp[s:e])
+				return ErrorFrom(resp[s:e])
 			}
 		}
 		return &pluginsdk.Error{Code: 500, Message: "upstream stream error: response failed"}
@@ -107,11 +112,11 @@ func eventError(event, data []byte) error {
 	return nil
 }
 
-// errorFrom builds the error for an OpenAI error object (or a Responses
+// ErrorFrom builds the error for an OpenAI error object (or a Responses
 // error event, which has the same members at its top level). A numeric code
 // in 4xx/5xx is used as the status; rate-limit codes mean 429 so the host
 // backs off; anything else is 500.
-func errorFrom(obj []byte) error {
+func ErrorFrom(obj []byte) error {
 	code := 500
 	var msg []byte
 	if obj[0] == '"' {
