@@ -13,6 +13,13 @@ import (
 // It returns false when b is not a well-formed object there; fn may have
 // been called for the members before the fault.
 func ForEachMember(b []byte, obj int, fn func(key []byte, start, end int)) bool {
+	return WalkMembers(b, obj, func(key []byte, start, end int) bool { fn(key, start, end); return true })
+}
+
+// WalkMembers is ForEachMember whose fn may stop the walk by returning
+// false; the walk then reports true (the object was well-formed as far as
+// it was read).
+func WalkMembers(b []byte, obj int, fn func(key []byte, start, end int) bool) bool {
 	i := skipWS(b, obj)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -47,7 +54,9 @@ func ForEachMember(b []byte, obj int, fn func(key []byte, start, end int)) bool 
 		if ve < 0 {
 			return false
 		}
-		fn(key, vs, ve)
+		if !fn(key, vs, ve) {
+			return true
+		}
 		i = ve
 	}
 }

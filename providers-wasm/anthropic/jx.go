@@ -25,45 +25,7 @@ var errMalformed = errors.New("malformed JSON")
 // raw value of every member of the object raw. It returns false when raw is
 // not an object; fn returning false stops early.
 func eachField(raw []byte, fn func(key, val []byte) bool) bool {
-	i := skipWS(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return false
-	}
-	i++
-	for {
-		i = skipWS(raw, i)
-		if i >= len(raw) {
-			return false
-		}
-		switch raw[i] {
-		case '}':
-			return true
-		case ',':
-			i++
-			continue
-		case '"':
-		default:
-			return false
-		}
-		ke := jsonx.SkipValue(raw, i)
-		if ke < 0 {
-			return false
-		}
-		key := raw[i+1 : ke-1]
-		i = skipWS(raw, ke)
-		if i >= len(raw) || raw[i] != ':' {
-			return false
-		}
-		vs := skipWS(raw, i+1)
-		ve := jsonx.SkipValue(raw, vs)
-		if ve < 0 {
-			return false
-		}
-		if !fn(key, raw[vs:ve]) {
-			return true
-		}
-		i = ve
-	}
+	return jsonx.WalkMembers(raw, 0, func(key []byte, s, e int) bool { return fn(key, raw[s:e]) })
 }
 
 // eachElem calls fn with every element of the array raw; false when raw

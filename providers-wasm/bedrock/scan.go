@@ -18,45 +18,7 @@ import (
 // of each member of the object starting at obj. It returns false when b is
 // not an object there or fn stops the walk.
 func forEachField(b []byte, obj int, fn func(key []byte, vs, ve int) bool) bool {
-	i := skipWS(b, obj)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i++
-	for {
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case '}':
-			return true
-		case ',':
-			i++
-			continue
-		case '"':
-		default:
-			return false
-		}
-		ke := jsonx.SkipValue(b, i)
-		if ke < 0 {
-			return false
-		}
-		key := b[i+1 : ke-1]
-		i = skipWS(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		vs := skipWS(b, i+1)
-		ve := jsonx.SkipValue(b, vs)
-		if ve < 0 {
-			return false
-		}
-		if !fn(key, vs, ve) {
-			return false
-		}
-		i = ve
-	}
+	return jsonx.WalkMembers(b, obj, fn)
 }
 
 func skipWS(b []byte, i int) int {

@@ -20,45 +20,7 @@ import (
 // escaped) and the raw value of each member of the object raw. fn returns
 // false to stop early. It reports false when raw is not a well-formed object.
 func forEachMember(raw []byte, fn func(key, val []byte) bool) bool {
-	i := skipWS(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return false
-	}
-	i++
-	for {
-		i = skipWS(raw, i)
-		if i >= len(raw) {
-			return false
-		}
-		switch raw[i] {
-		case '}':
-			return true
-		case ',':
-			i++
-			continue
-		case '"':
-		default:
-			return false
-		}
-		ke := jsonx.SkipValue(raw, i)
-		if ke < 0 {
-			return false
-		}
-		key := raw[i+1 : ke-1]
-		i = skipWS(raw, ke)
-		if i >= len(raw) || raw[i] != ':' {
-			return false
-		}
-		vs := skipWS(raw, i+1)
-		ve := jsonx.SkipValue(raw, vs)
-		if ve < 0 {
-			return false
-		}
-		if !fn(key, raw[vs:ve]) {
-			return true
-		}
-		i = ve
-	}
+	return jsonx.WalkMembers(raw, 0, func(key []byte, s, e int) bool { return fn(key, raw[s:e]) })
 }
 
 // forEachElem calls fn with each raw element of the array raw; false when
