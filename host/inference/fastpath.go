@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -103,15 +102,18 @@ func sendFast(ctx context.Context, client *fasthttp.Client, url string, body []b
 
 // fastAttempt is attempt's fast path; ok=false means "not eligible, use
 // net/http".
-func (s *Service) fastAttempt(ctx context.Context, tgt targetInfo, body []byte, extra map[string]string,
-	timeout time.Duration) (*http.Response, *attemptError, bool) {
+func (s *Service) fastAttempt(ctx context.Context, tgt targetInfo, body []byte,
+	timeout time.Duration, headers ...map[string]string) (*http.Response, *attemptError, bool) {
 	if tgt.fast == nil || tgt.auth == nil {
 		return nil, nil, false
 	}
-	url := strings.TrimRight(tgt.baseURL, "/") + tgt.path
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := sendFast(dctx, tgt.fast, url, body, tgt.extraHeaders, tgt.auth, extra)
+	// Later maps win: provider extra headers, the adapter's headers,
+	// plugin headers, then credentials.
+	all := append([]map[string]string{tgt.extraHeaders}, headers...)
+	all = append(all, tgt.auth)
+	resp, err := sendFast(dctx, tgt.fast, tgt.url, body, all...)
 	if err != nil {
 		code, msg := http.StatusBadGateway, fmt.Sprintf("provider %q unreachable: %v", tgt.provider, err)
 		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
@@ -125,9 +127,21 @@ func (s *Service) fastAttempt(ctx context.Context, tgt targetInfo, body []byte, 
 // targetInfo is what the fast path needs to know about one attempt.
 type targetInfo struct {
 	provider     string
-	baseURL      string
-	path         string
+	url          string
 	fast         *fasthttp.Client
 	auth         map[string]string
 	extraHeaders map[string]string
+}
+
+// fastEligible reports whether an attempt can take the fast path: a
+// non-streamed POST with a JSON body, a pool without proxy, and
+// credentials that are plain headers (no signing, no token minting).
+func fastEligible(spec *UpstreamRequest, stream bool, fast *fasthttp.Client, cred *credential, baseURL string) bool {
+	if stream || spec.Stream || fast == nil || cred.static == nil || spec.BodyBase64 != "" || len(spec.Body) == 0 {
+		return false
+	}
+	if spec.Method != "" && spec.Method != http.MethodPost {
+		return false
+	}
+	return spec.URL != "" || baseURL != ""
 }

@@ -285,14 +285,21 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 			return nil, &attemptError{err: adapterError(adapter, "adapt_request", err)}
 		}
 	}
-	if passthrough && !cl.p.stream && fast != nil && cred.static != nil && baseURL != "" {
-		resp, aerr, _ := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, baseURL: baseURL, path: cl.path, fast: fast,
-			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, cl.upstreamHeaders, timeout)
+	if fastEligible(spec, cl.p.stream, fast, cred, baseURL) {
+		url := spec.URL
+		if url == "" {
+			url = strings.TrimRight(baseURL, "/") + spec.Path
+		}
+		resp, aerr, _ := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
+			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, timeout, spec.Headers, cl.upstreamHeaders)
 		if aerr != nil {
 			return nil, aerr
 		}
-		res := &attemptResult{resp: resp, cancel: func() {}, adapter: adapter, passthrough: true,
-			target: tgt, resolved: resolved, keyID: key.ID, reqType: effType}
+		res := &attemptResult{resp: resp, cancel: func() {}, adapter: adapter, passthrough: passthrough,
+			target: tgt, resolved: resolved, keyID: key.ID, reqType: effType, conv: conv}
+		if len(spec.Context) <= pluginsdk.MaxAdapterContext {
+			res.context = spec.Context
+		}
 		if resp.StatusCode >= 300 {
 			return nil, s.upstreamFailure(ctx, tgt, key, res)
 		}

@@ -101,3 +101,22 @@ func FuzzAdaptRequest(f *testing.F) {
 		checkJSONOut(t, o2, err2)
 	})
 }
+
+// FuzzUnvalidatedHooks runs the hot hooks with input validation off (as the
+// gateway configures its bundled adapter): malformed bytes may give an error
+// or garbage, but never a panic, which would kill the wasm instance.
+func FuzzUnvalidatedHooks(f *testing.F) {
+	f.Add([]byte(`{"request_type":"chat.completion","model":"m","body":{"messages":[{"role":"user","content":"hi"}]}}`))
+	f.Add([]byte(`{"status":200,"body":{"content":[{"type":"text","text":"x"}],"usage":{"input_tokens":1}}}`))
+	f.Add([]byte(`[{"event":"message_start","data":{"message":{"id":"m"}}}]`))
+	f.Add([]byte(`{"body":{"messages":[{"content":[{"type":"image_url","image_url":`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a := New()
+		if err := a.Configure([]byte(`{"validate_input":false}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = a.AdaptRequest(in)
+		_, _ = a.AdaptResponse(in)
+		_, _ = a.AdaptStream(pluginsdk.StreamInput{Batch: in})
+	})
+}

@@ -35,7 +35,7 @@ var droppedFields = map[string]bool{
 // AdaptRequest implements adapt_request: a pluginsdk.AdaptRequestInput in,
 // a pluginsdk.UpstreamRequest spec out.
 func (a *Adapter) AdaptRequest(input []byte) (pluginsdk.Output, error) {
-	if !json.Valid(input) {
+	if !a.valid(input) {
 		return pluginsdk.Output{}, badRequest("adapt_request: input is not JSON")
 	}
 	var reqType, model string

@@ -70,7 +70,7 @@ func (u *usageCounts) write(e *enc) {
 // AdaptResponse implements adapt_response for chat, count_tokens and
 // list_models answers.
 func (a *Adapter) AdaptResponse(input []byte) (pluginsdk.Output, error) {
-	if !json.Valid(input) {
+	if !a.valid(input) {
 		return pluginsdk.Output{}, badUpstream("adapt_response: input is not JSON")
 	}
 	var reqType, model string

@@ -202,7 +202,7 @@ func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error
 	if err := st.decode(in.State); err != nil {
 		return pluginsdk.Output{}, err
 	}
-	if !json.Valid(in.Batch) || !isArray(in.Batch) {
+	if !a.valid(in.Batch) || !isArray(in.Batch) {
 		return pluginsdk.Output{}, badUpstream("adapt_stream: batch is not a JSON array")
 	}
 	w := chunkWriter{st: &st}
