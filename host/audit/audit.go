@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/listing"
 	"github.com/wasmgate/gateway/store"
 )
 
@@ -179,18 +179,12 @@ func (q *Query) match(r *Record) bool {
 // Handler serves GET audit-logs with limit, offset, action, user_id,
 // resource, start_time and end_time.
 func (l *Log) Handler(c *fiber.Ctx) error {
-	q := Query{Limit: 50}
+	var q Query
+	var e *apierr.Error
+	if q.Limit, q.Offset, e = listing.Page(c, 1000); e != nil {
+		return e
+	}
 	var err error
-	if v := c.Query("limit"); v != "" {
-		if q.Limit, err = strconv.Atoi(v); err != nil || q.Limit < 1 || q.Limit > 1000 {
-			return apierr.BadRequest("invalid_parameter", "limit", "limit must be an integer between 1 and 1000")
-		}
-	}
-	if v := c.Query("offset"); v != "" {
-		if q.Offset, err = strconv.Atoi(v); err != nil || q.Offset < 0 {
-			return apierr.BadRequest("invalid_parameter", "offset", "offset must be a non-negative integer")
-		}
-	}
 	for name, dst := range map[string]*time.Time{"start_time": &q.Since, "end_time": &q.Until} {
 		if v := c.Query(name); v != "" {
 			if *dst, err = time.Parse(time.RFC3339, v); err != nil {

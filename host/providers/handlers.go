@@ -2,18 +2,12 @@ package providers
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/auth"
-)
-
-// List paging: limit defaults to DefaultListLimit and may not exceed MaxListLimit.
-const (
-	DefaultListLimit = 50
-	MaxListLimit     = 500
+	"github.com/wasmgate/gateway/host/listing"
 )
 
 // Routes registers the management routes, each with its permission.
@@ -33,40 +27,13 @@ func (s *Service) Routes(r *auth.Router) {
 	r.Get("/keys", auth.Perm("Keys", "View"), s.allKeys)
 }
 
-// page reads limit and offset query parameters.
-func page(c *fiber.Ctx) (limit, offset int, e *apierr.Error) {
-	limit, offset = DefaultListLimit, 0
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxListLimit {
-			return 0, 0, apierr.BadRequest("invalid_value", "limit", fmt.Sprintf("limit must be an integer between 1 and %d", MaxListLimit))
-		}
-		limit = n
-	}
-	if v := c.Query("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, 0, apierr.BadRequest("invalid_value", "offset", "offset must be an integer >= 0")
-		}
-		offset = n
-	}
-	return limit, offset, nil
-}
-
-func window[T any](items []T, limit, offset int) []T {
-	if offset >= len(items) {
-		return []T{}
-	}
-	return items[offset:min(len(items), offset+limit)]
-}
-
 func (s *Service) listProviders(c *fiber.Ctx) error {
-	limit, offset, e := page(c)
+	limit, offset, e := listing.Page(c, listing.MaxLimit)
 	if e != nil {
 		return e
 	}
 	all := s.Providers()
-	out := window(all, limit, offset)
+	out := listing.Window(all, limit, offset)
 	red := make([]Provider, len(out))
 	for i, p := range out {
 		red[i] = p.Redacted()
@@ -143,11 +110,11 @@ func (s *Service) listKeys(c *fiber.Ctx) error {
 	if e != nil {
 		return e
 	}
-	limit, offset, e := page(c)
+	limit, offset, e := listing.Page(c, listing.MaxLimit)
 	if e != nil {
 		return e
 	}
-	out := window(p.Keys, limit, offset)
+	out := listing.Window(p.Keys, limit, offset)
 	red := make([]Key, len(out))
 	for i, k := range out {
 		red[i] = k.Redacted()

@@ -15,14 +15,9 @@ import (
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/auth"
+	"github.com/wasmgate/gateway/host/listing"
 	"github.com/wasmgate/gateway/host/secret"
 	"github.com/wasmgate/gateway/store"
-)
-
-// List paging: limit defaults to 50 and may be at most 500.
-const (
-	DefaultListLimit = 50
-	MaxListLimit     = 500
 )
 
 // Routes registers the management API. Sending a test or redelivering
@@ -51,34 +46,8 @@ type withSecret struct {
 	Secret string `json:"secret"`
 }
 
-func paging(c *fiber.Ctx) (limit, offset int, e *apierr.Error) {
-	limit, offset = DefaultListLimit, 0
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxListLimit {
-			return 0, 0, apierr.BadRequest("invalid_value", "limit", "limit must be an integer between 1 and 500")
-		}
-		limit = n
-	}
-	if v := c.Query("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, 0, apierr.BadRequest("invalid_value", "offset", "offset must be a non-negative integer")
-		}
-		offset = n
-	}
-	return limit, offset, nil
-}
-
-func page[T any](items []T, limit, offset int) []T {
-	if offset >= len(items) {
-		return []T{}
-	}
-	return items[offset:min(len(items), offset+limit)]
-}
-
 func (s *Service) list(c *fiber.Ctx) error {
-	limit, offset, e := paging(c)
+	limit, offset, e := listing.Page(c, listing.MaxLimit)
 	if e != nil {
 		return e
 	}
@@ -127,7 +96,7 @@ func (s *Service) list(c *fiber.Ctx) error {
 		}
 		matched = append(matched, r.public())
 	}
-	out := page(matched, limit, offset)
+	out := listing.Window(matched, limit, offset)
 	return c.JSON(fiber.Map{"endpoints": out, "count": len(out), "total_count": len(matched), "limit": limit, "offset": offset})
 }
 
@@ -355,7 +324,7 @@ func testJob(event string, now time.Time) JobFacts {
 
 func (s *Service) listDeliveries(c *fiber.Ctx) error {
 	id := c.Params("id")
-	limit, offset, e := paging(c)
+	limit, offset, e := listing.Page(c, listing.MaxLimit)
 	if e != nil {
 		return e
 	}

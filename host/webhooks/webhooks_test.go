@@ -681,7 +681,7 @@ func TestListFilters(t *testing.T) {
 	if m["limit"] != float64(50) || m["offset"] != float64(0) || m["count"] != float64(3) {
 		t.Errorf("defaults: %v", m)
 	}
-	testgw.WantEnvelope(t, g.Do("GET", "/api/webhooks?limit=501", nil), 400, "invalid_value")
+	testgw.WantEnvelope(t, g.Do("GET", "/api/webhooks?limit=501", nil), 400, "invalid_parameter")
 	testgw.WantEnvelope(t, g.Do("GET", "/api/webhooks?disabled=maybe", nil), 400, "invalid_value")
 	testgw.WantEnvelope(t, g.Do("GET", "/api/webhooks?events=nope", nil), 400, "invalid_value")
 }

@@ -5,21 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/auth"
+	"github.com/wasmgate/gateway/host/listing"
 	"github.com/wasmgate/gateway/host/plugins"
 	"github.com/wasmgate/gateway/store"
-)
-
-// List paging: limit defaults to DefaultListLimit and may not exceed MaxListLimit.
-const (
-	DefaultListLimit = 50
-	MaxListLimit     = 500
 )
 
 // Routes registers /api/plugins, each route with its permission.
@@ -134,28 +128,9 @@ func (s *Service) Views(ctx context.Context) ([]View, error) {
 	return out, nil
 }
 
-func page(c *fiber.Ctx) (limit, offset int, e *apierr.Error) {
-	limit = DefaultListLimit
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxListLimit {
-			return 0, 0, apierr.BadRequest("invalid_value", "limit", fmt.Sprintf("limit must be an integer between 1 and %d", MaxListLimit))
-		}
-		limit = n
-	}
-	if v := c.Query("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, 0, apierr.BadRequest("invalid_value", "offset", "offset must be an integer >= 0")
-		}
-		offset = n
-	}
-	return limit, offset, nil
-}
-
 // handleList answers GET /api/plugins; kind, runtime and status filter.
 func (s *Service) handleList(c *fiber.Ctx) error {
-	limit, offset, e := page(c)
+	limit, offset, e := listing.Page(c, listing.MaxLimit)
 	if e != nil {
 		return e
 	}

@@ -187,7 +187,7 @@ func TestInstallByPathAndFirstPartyName(t *testing.T) {
 	if v.Calls != 1 || v.Errors != 0 || v.P50 <= 0 || v.P99 < v.P50 || v.Kind != "transform" || v.Runtime != "wasm" {
 		t.Fatalf("tagger stats %+v", v)
 	}
-	testgw.WantEnvelope(t, g.Do("GET", "/api/plugins?limit=0", nil), 400, "invalid_value")
+	testgw.WantEnvelope(t, g.Do("GET", "/api/plugins?limit=0", nil), 400, "invalid_parameter")
 }
 
 func contains(list []string, s string) bool {
