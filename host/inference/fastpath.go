@@ -100,13 +100,9 @@ func sendFast(ctx context.Context, client *fasthttp.Client, url string, body []b
 	return out, nil
 }
 
-// fastAttempt is attempt's fast path; ok=false means "not eligible, use
-// net/http".
+// fastAttempt sends one attempt on the fast path (see fastEligible).
 func (s *Service) fastAttempt(ctx context.Context, tgt targetInfo, body []byte,
-	timeout time.Duration, headers ...map[string]string) (*http.Response, *attemptError, bool) {
-	if tgt.fast == nil || tgt.auth == nil {
-		return nil, nil, false
-	}
+	timeout time.Duration, headers ...map[string]string) (*http.Response, *attemptError) {
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// Later maps win: provider extra headers, the adapter's headers,
@@ -119,9 +115,9 @@ func (s *Service) fastAttempt(ctx context.Context, tgt targetInfo, body []byte,
 		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 			code, msg = http.StatusGatewayTimeout, fmt.Sprintf("provider %q did not answer within %s", tgt.provider, timeout)
 		}
-		return nil, &attemptError{retryable: true, err: apierr.New(code, apierr.TypeUpstream, "upstream_unreachable", msg)}, true
+		return nil, &attemptError{retryable: true, err: apierr.New(code, apierr.TypeUpstream, "upstream_unreachable", msg)}
 	}
-	return resp, nil, true
+	return resp, nil
 }
 
 // targetInfo is what the fast path needs to know about one attempt.

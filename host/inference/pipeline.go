@@ -19,7 +19,6 @@ import (
 	"github.com/wasmgate/gateway/host/plugins"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/routing"
-	"github.com/wasmgate/gateway/host/sse"
 	"github.com/wasmgate/gateway/pluginsdk"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
@@ -290,7 +289,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		if url == "" {
 			url = strings.TrimRight(baseURL, "/") + spec.Path
 		}
-		resp, aerr, _ := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
+		resp, aerr := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
 			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, timeout, spec.Headers, cl.upstreamHeaders)
 		if aerr != nil {
 			return nil, aerr
@@ -425,9 +424,6 @@ func buildHTTPRequest(ctx context.Context, spec *UpstreamRequest, baseURL string
 	}
 	return req, nil
 }
-
-// unused guard so sse stays imported when only streams use it.
-var _ = sse.AppendEvent
 
 // openAIWireType reports whether a request type exists on the OpenAI wire,
 // so a passthrough adapter's provider serves it byte for byte.
