@@ -10,6 +10,7 @@ import (
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
+	"github.com/wasmgate/gateway/host/mcp"
 	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/webhooks"
@@ -79,6 +80,10 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.logs.Routes(api)
 
+	if err := s.provisionMCP(ctx, api); err != nil {
+		return err
+	}
+
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
 		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain,
@@ -104,6 +109,31 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	s.closers = append(s.closers, s.async.Close)
 	return nil
 }
+
+// provisionMCP opens the MCP client capability: clients, their tools and
+// server-level OAuth (/api/mcp, /api/oauth, /v1/mcp). It needs the request
+// logger for tool-call records.
+func (s *Server) provisionMCP(ctx context.Context, api *auth.Router) error {
+	mc := s.cfg.MCPClientConfig
+	svc, err := mcp.New(ctx, mcp.Options{
+		Store: s.store, Log: s.log, Secrets: s.secrets, Logs: s.logs,
+		ConfigEntries: s.cfg.Entities["mcp_clients"], ExternalURL: s.cfg.MCPExternalClientURL,
+		AllowPrivateNetwork: mc.AllowPrivateNetwork, AllowStdio: mc.AllowStdio,
+		ConnectTimeout: mc.ConnectTimeout.D(), ToolTimeout: mc.ToolTimeout.D(), FlowTTL: mc.OAuthFlowTTL.D(),
+		RefreshInterval: mc.RefreshInterval.D(), RefreshBefore: mc.RefreshBefore.D(), Now: s.now,
+	})
+	if err != nil {
+		return err
+	}
+	s.mcp = svc
+	s.closers = append(s.closers, svc.Close)
+	svc.Routes(api)
+	svc.InferenceRoutes(s.app)
+	return nil
+}
+
+// MCP is the MCP client capability (tools of connected MCP servers).
+func (s *Server) MCP() *mcp.Service { return s.mcp }
 
 // Async is the async-jobs capability (/v1/async/*).
 func (s *Server) Async() *asyncjobs.Service { return s.async }

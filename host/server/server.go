@@ -22,6 +22,7 @@ import (
 	"github.com/wasmgate/gateway/host/config"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
+	"github.com/wasmgate/gateway/host/mcp"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/plugins/registry"
@@ -61,6 +62,8 @@ type Server struct {
 	plugins *registry.Service
 	// async is set by provisionCapabilities and started once every route is mounted.
 	async *asyncjobs.Service
+	// mcp is the MCP client capability, set by provisionCapabilities.
+	mcp *mcp.Service
 	// now is the clock handed to capabilities that take one (WithClock).
 	now func() time.Time
 
