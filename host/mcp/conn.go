@@ -207,8 +207,11 @@ func (s *Service) connect(ctx context.Context, id string) *conn {
 	}
 	if err != nil {
 		cancel()
+		if rt.unauthorized.Load() && cl.AuthType != AuthOAuth {
+			err = fmt.Errorf("the MCP server answered 401 Unauthorized (check the client's headers): %w", err)
+		}
 		var are *authRequiredError
-		if errors.As(err, &are) || rt.unauthorized.Load() {
+		if errors.As(err, &are) || (rt.unauthorized.Load() && cl.AuthType == AuthOAuth) {
 			reason := "the MCP server refused the OAuth token"
 			if are != nil {
 				reason = are.reason
