@@ -422,7 +422,7 @@ func TestMCPStdioAndHeaders(t *testing.T) {
 	gw := start(t, t.TempDir(), t.TempDir(), mcpEnv)
 	cl := gw.json("POST", "/api/mcp/client", map[string]any{
 		"name": "local", "connection_type": "stdio",
-		"stdio_config": map[string]any{"command": bin, "args": []string{"-stdio"}, "env": map[string]any{"TOKEN": "stdio-secret-value-0123456789"}},
+		"stdio_config":     map[string]any{"command": bin, "args": []string{"-stdio"}, "env": map[string]any{"TOKEN": "stdio-secret-value-0123456789"}},
 		"tools_to_execute": []string{"pid", "echo"},
 	}, 201)
 	if cl["state"] != "connected" || strings.Contains(fmt.Sprint(cl), "stdio-secret-value-0123456789") {
