@@ -190,7 +190,8 @@ func (s *Service) connect(ctx context.Context, id string) *conn {
 			}
 		},
 	})
-	timer := time.AfterFunc(s.o.ConnectTimeout, cancel)
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(s.o.ConnectTimeout, func() { timedOut.Store(true); cancel() })
 	session, err := client.Connect(sctx, transport, nil)
 	var tools []*mcp.Tool
 	if err == nil {
@@ -201,7 +202,8 @@ func (s *Service) connect(ctx context.Context, id string) *conn {
 			_ = session.Close()
 		}
 	}
-	if !timer.Stop() && err == nil {
+	timer.Stop()
+	if timedOut.Load() && err == nil {
 		_ = session.Close()
 		err = errors.New("connect timed out")
 	}
@@ -220,8 +222,8 @@ func (s *Service) connect(ctx context.Context, id string) *conn {
 			s.setConn(id, nc)
 			return nc
 		}
-		if sctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("connect timed out after %s", s.o.ConnectTimeout)
+		if timedOut.Load() {
+			err = fmt.Errorf("connect timed out after %s: %w", s.o.ConnectTimeout, err)
 		}
 		return s.failConn(id, err)
 	}

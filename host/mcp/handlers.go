@@ -162,11 +162,9 @@ func (s *Service) create(c *fiber.Ctx) error {
 	}); err != nil {
 		return storeErr(err, "MCP client", cl.Name)
 	}
-	redirect, e := s.redirectURI(c.Protocol(), c.Hostname())
-	if e != nil {
-		return e
-	}
-	o, e := s.newOAuthConfig(ctx, &cl, in.OAuthConfig, redirect)
+	o, e := s.newOAuthConfig(ctx, &cl, in.OAuthConfig, func() (string, *apierr.Error) {
+		return s.redirectURI(c.Protocol(), c.Hostname())
+	})
 	if e != nil {
 		return e
 	}

@@ -190,8 +190,8 @@ func isLoopbackHost(h string) bool {
 // newOAuthConfig discovers, registers when needed and stores nothing: it
 // returns the config a new client will carry. Failures are 4xx/502
 // envelopes naming the oauth_config field at fault.
-func (s *Service) newOAuthConfig(ctx context.Context, c *Client, in *OAuthInput, redirect string) (*oauthConfig, *apierr.Error) {
-	o := &oauthConfig{ID: newID(), MCPClientID: c.ID, RedirectURI: redirect, Resource: strings.TrimSpace(in.Resource),
+func (s *Service) newOAuthConfig(ctx context.Context, c *Client, in *OAuthInput, redirect func() (string, *apierr.Error)) (*oauthConfig, *apierr.Error) {
+	o := &oauthConfig{ID: newID(), MCPClientID: c.ID, Resource: strings.TrimSpace(in.Resource),
 		AuthorizeURL: strings.TrimSpace(in.AuthorizeURL), TokenURL: strings.TrimSpace(in.TokenURL),
 		RegistrationURL: strings.TrimSpace(in.RegistrationURL), ServerURL: strings.TrimSpace(in.ServerURL), Scopes: in.Scopes}
 	if in.ClientID != nil {
@@ -214,6 +214,10 @@ func (s *Service) newOAuthConfig(ctx context.Context, c *Client, in *OAuthInput,
 	}
 	if (o.AuthorizeURL == "") != (o.TokenURL == "") {
 		return nil, apierr.BadRequest("invalid_field", "oauth_config.token_url", "authorize_url and token_url are given together or both discovered")
+	}
+	var e *apierr.Error
+	if o.RedirectURI, e = redirect(); e != nil {
+		return nil, e
 	}
 	if o.AuthorizeURL == "" {
 		if e := s.discover(ctx, o, c.ConnectionString); e != nil {
