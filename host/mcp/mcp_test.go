@@ -136,7 +136,9 @@ func TestOAuthFailureTransitions(t *testing.T) {
 		}
 		return r["oauth_config_id"].(string), r["mcp_client_id"].(string), u.Query().Get("state")
 	}
-	status := func(id string) map[string]any { return g.Expect(200, "GET", "/api/oauth/config/"+id+"/status", nil).Map(t) }
+	status := func(id string) map[string]any {
+		return g.Expect(200, "GET", "/api/oauth/config/"+id+"/status", nil).Map(t)
+	}
 
 	cfg, _, state := create("denied")
 	testgw.WantEnvelope(t, g.Do("GET", "/api/oauth/callback?error=access_denied&state="+state, nil, testgw.NoAuth), 400, "oauth_authorization_failed")
