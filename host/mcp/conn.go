@@ -82,11 +82,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // connectAsync connects a client in the background (start-up).
 func (s *Service) connectAsync(id string) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.connect(s.ctx, id)
-	}()
+	s.goTracked(func() { s.connect(s.ctx, id) })
 }
 
 // setConn installs c for id, closing the connection it replaces. After
@@ -232,9 +228,7 @@ func (s *Service) connect(ctx context.Context, id string) *conn {
 	s.setConn(id, c)
 	s.log.Info("mcp: client connected", "client", cl.Name, "type", cl.ConnectionType, "tools", len(tools))
 	// Watch the session: a server that goes away turns the state to error.
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.goTracked(func() {
 		werr := session.Wait()
 		s.mu.Lock()
 		if s.conns[id] == c {
@@ -245,8 +239,23 @@ func (s *Service) connect(ctx context.Context, id string) *conn {
 			s.conns[id] = &conn{state: StateError, err: msg}
 		}
 		s.mu.Unlock()
-	}()
+	})
 	return c
+}
+
+// goTracked runs fn in a goroutine Close waits for; after Close it runs
+// nothing (what fn would watch has been closed already).
+func (s *Service) goTracked(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
 }
 
 func (s *Service) failConn(id string, err error) *conn {

@@ -495,10 +495,8 @@ func (s *Service) revoke(c *fiber.Ctx) error {
 	if err != nil {
 		return storeErr(err, "OAuth config", id)
 	}
-	// Take the token out of the live session too.
-	mu := s.lockFor(id)
-	mu.Lock()
-	mu.Unlock()
+	// Close the live session too; a refresh racing with this sees the
+	// revoked status and does not store its token (see refresh).
 	s.setConn(o.MCPClientID, &conn{state: StatePendingOAuth, err: authReason(&o)})
 	return c.JSON(fiber.Map{"status": "success", "message": "OAuth token revoked; the configuration is kept"})
 }

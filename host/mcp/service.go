@@ -144,8 +144,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 			s.connectAsync(c.ID)
 		}
 	}
-	s.wg.Add(1)
-	go s.refreshLoop()
+	s.goTracked(s.refreshLoop)
 	return s, nil
 }
 

@@ -194,7 +194,6 @@ func (s *Service) authRequired(ctx context.Context, c *Client, reason string) *a
 // Expired tokens are left to the inline refresh on use, and disabled
 // clients are skipped until they are enabled and used again.
 func (s *Service) refreshLoop() {
-	defer s.wg.Done()
 	tick := time.NewTicker(s.o.RefreshInterval)
 	defer tick.Stop()
 	for {
