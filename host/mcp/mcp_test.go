@@ -256,3 +256,25 @@ mcp_clients:
 		t.Fatalf("start: %v", err)
 	}
 }
+
+// TestAuditRedactsMCPSecrets: headers, stdio env and OAuth client secrets
+// never reach the audit log in clear.
+func TestAuditRedactsMCPSecrets(t *testing.T) {
+	g := testgw.New(t)
+	g.Expect(201, "POST", "/api/mcp/client", stdioClient("audited", map[string]any{
+		"stdio_config": map[string]any{"command": mcpServer, "args": []string{"-stdio"}, "env": map[string]any{"GITHUB_PAT": "ghp_env-secret-0123456789"}},
+	}))
+	g.Do("POST", "/api/mcp/client", map[string]any{"name": "o", "connection_type": "http", "connection_string": "https://mcp.example.com/mcp",
+		"auth_type": "oauth", "oauth_config": map[string]any{"client_id": "c", "client_secret": "oauth-secret-0123456789",
+			"authorize_url": "https://a.example.com/a", "token_url": "https://a.example.com/t"}},
+		func(r *http.Request) { r.Host = "127.0.0.1:8080" })
+	body := string(g.Expect(200, "GET", "/api/governance/access-profiles/audit-logs", nil).Body)
+	if !strings.Contains(body, "audited") {
+		t.Fatalf("no audit record: %s", body)
+	}
+	for _, s := range []string{"ghp_env-secret-0123456789", "oauth-secret-0123456789"} {
+		if strings.Contains(body, s) {
+			t.Fatalf("%s in the audit log: %s", s, body)
+		}
+	}
+}
