@@ -251,11 +251,11 @@ func (c *Client) allows(tool string) bool {
 // tools attached.
 type View struct {
 	Client
-	State       string       `json:"state"`
-	Error       string       `json:"error,omitempty"`
-	Tools       []ToolView   `json:"tools"`
-	OAuthConfig *OAuthView   `json:"oauth_config,omitempty"`
-	ConfigHash  *struct{}    `json:"config_hash,omitempty"`
+	State       string     `json:"state"`
+	Error       string     `json:"error,omitempty"`
+	Tools       []ToolView `json:"tools"`
+	OAuthConfig *OAuthView `json:"oauth_config,omitempty"`
+	// StdioConfig shadows the stored one with its env redacted.
 	StdioConfig *StdioConfig `json:"stdio_config,omitempty"`
 }
 

@@ -278,3 +278,28 @@ func TestAuditRedactsMCPSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthCredentialRotation: client_id and client_secret rotate under the
+// same MCP client id; the other oauth_config fields are immutable.
+func TestOAuthCredentialRotation(t *testing.T) {
+	g := testgw.Start(t, testgw.Options{ConfigYAML: "mcp_external_client_url: https://gw.example.com\n"})
+	r := g.Expect(201, "POST", "/api/mcp/client", map[string]any{"name": "rot", "connection_type": "http",
+		"connection_string": "https://mcp.example.com/mcp", "auth_type": "oauth",
+		"oauth_config": map[string]any{"client_id": "old-id", "client_secret": "old-secret-0123456789abcdef",
+			"authorize_url": "https://auth.example.com/authorize", "token_url": "https://auth.example.com/token"}}).Map(t)
+	id, cfg := r["mcp_client_id"].(string), r["oauth_config_id"].(string)
+	e := testgw.WantEnvelope(t, g.Do("PUT", "/api/mcp/client/"+id, map[string]any{"oauth_config": map[string]any{"token_url": "https://evil.example.com/token"}}), 400, "immutable_field")
+	if e["error"].(map[string]any)["param"] != "oauth_config.token_url" {
+		t.Fatalf("immutable token_url: %v", e)
+	}
+	v := g.Expect(200, "PUT", "/api/mcp/client/"+id, map[string]any{"oauth_config": map[string]any{
+		"client_id": "new-id", "client_secret": "new-secret-0123456789abcdef"}}).Map(t)
+	oc := v["oauth_config"].(map[string]any)
+	if v["id"] != id || oc["id"] != cfg || oc["client_id"] != "new-id" || oc["status"] != "pending" ||
+		!strings.Contains(fmt.Sprint(oc["pending_authorize_url"]), "client_id=new-id") || strings.Contains(fmt.Sprint(v), "new-secret-0123456789abcdef") {
+		t.Fatalf("after rotation: %v", v)
+	}
+	// The flow started before the rotation is void.
+	old, _ := url.Parse(r["authorize_url"].(string))
+	testgw.WantEnvelope(t, g.Do("GET", "/api/oauth/callback?code=x&state="+old.Query().Get("state"), nil, testgw.NoAuth), 400, "invalid_state")
+}
