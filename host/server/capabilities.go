@@ -12,6 +12,7 @@ import (
 	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/providers"
+	"github.com/wasmgate/gateway/host/users"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -21,6 +22,14 @@ import (
 // dependency order, registers its routes and its clean-up. Each capability
 // owns its handlers, logic and store access in its own package under host/.
 func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) error {
+	// Users first: user sessions authenticate through it.
+	us, err := users.New(users.Options{Store: s.store, Routes: s.routes, Directory: s.directory, Log: s.log, Now: s.now})
+	if err != nil {
+		return err
+	}
+	s.auth.SetAccounts(us)
+	us.Routes(api)
+
 	prov, err := providers.New(ctx, providers.Options{Store: s.store, Secrets: s.secrets, Log: s.log})
 	if err != nil {
 		return err
