@@ -288,7 +288,7 @@ func (s *Service) deleteUser(c *fiber.Ctx) error {
 				return err
 			}
 		}
-		if err := tx.Delete(nsEmails, strings.ToLower(rec.Email)); err != nil {
+		if err := tx.Delete(nsEmails, emailKey(rec.Email)); err != nil {
 			return err
 		}
 		return tx.Delete(nsUsers, id)

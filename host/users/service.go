@@ -27,7 +27,7 @@ import (
 // Store namespaces owned by this package.
 const (
 	nsUsers          = "users"                  // user id -> userRecord
-	nsEmails         = "users_emails"           // lower-case email -> user id (uniqueness, login)
+	nsEmails         = "users_emails"           // emailKey(email) -> user id (uniqueness, login)
 	nsRoles          = "users_roles"            // intKey(role id) -> Role (custom roles only)
 	nsRoleNames      = "users_role_names"       // lower-case name -> role id (uniqueness)
 	nsProfiles       = "users_profiles"         // intKey(profile id) -> AccessProfile
@@ -98,7 +98,7 @@ func (s *Service) Login(ctx context.Context, email, password string) (string, bo
 	var rec userRecord
 	found := false
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		id, err := tx.Get(nsEmails, strings.ToLower(strings.TrimSpace(email)))
+		id, err := tx.Get(nsEmails, emailKey(strings.TrimSpace(email)))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}

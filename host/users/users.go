@@ -2,6 +2,8 @@ package users
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/mail"
@@ -115,7 +117,7 @@ func (s *Service) applyUser(ctx context.Context, tx store.Tx, rec *userRecord, i
 			return apierr.BadRequest("invalid_value", "email", fmt.Sprintf("email %q is not a valid address (user@example.com)", e))
 		}
 		if !strings.EqualFold(e, rec.Email) {
-			owner, err := tx.Get(nsEmails, strings.ToLower(e))
+			owner, err := tx.Get(nsEmails, emailKey(e))
 			if err == nil && string(owner) != rec.ID {
 				return apierr.Conflict("email_taken", fmt.Sprintf("a user with email %q already exists", e)).WithParam("email")
 			}
@@ -123,11 +125,11 @@ func (s *Service) applyUser(ctx context.Context, tx store.Tx, rec *userRecord, i
 				return apierr.Internal(err)
 			}
 			if rec.Email != "" {
-				if err := tx.Delete(nsEmails, strings.ToLower(rec.Email)); err != nil {
+				if err := tx.Delete(nsEmails, emailKey(rec.Email)); err != nil {
 					return apierr.Internal(err)
 				}
 			}
-			if err := tx.Put(nsEmails, strings.ToLower(e), []byte(rec.ID)); err != nil {
+			if err := tx.Put(nsEmails, emailKey(e), []byte(rec.ID)); err != nil {
 				return apierr.Internal(err)
 			}
 		}
@@ -261,4 +263,12 @@ func (s *Service) view(ctx context.Context, tx store.Tx, rec userRecord) (User, 
 	u.AccessProfiles = append([]AccessProfile{}, ps...)
 	u.AccessProfile = effectiveProfile(ps, s.now())
 	return u, nil
+}
+
+// emailKey is the email index key: a digest of the lower-cased address,
+// because the sealed store encrypts values but not keys and an address is
+// personal data.
+func emailKey(email string) string {
+	h := sha256.Sum256([]byte(strings.ToLower(email)))
+	return hex.EncodeToString(h[:])
 }
