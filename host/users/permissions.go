@@ -31,12 +31,12 @@ type catalogCache struct {
 }
 
 func (cc *catalogCache) get() *catalog {
-	rows := cc.table.Rows()
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if cc.cur != nil && cc.cur.rows == len(rows) {
+	if cc.cur != nil && cc.cur.rows == cc.table.Len() {
 		return cc.cur
 	}
+	rows := cc.table.Rows()
 	c := &catalog{rows: len(rows), canon: map[string]string{}, ops: map[string][]string{}, res: map[string]string{}}
 	for _, r := range rows {
 		if r.Kind != "management" {
