@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // KindUser is a dashboard session of a user account (host/users): its
@@ -18,9 +19,10 @@ type Accounts interface {
 	// match; ok is false for an unknown email or a wrong password.
 	Login(ctx context.Context, email, password string) (userID string, ok bool, err error)
 	// Permissions returns the user's current Resource:Operation grants
-	// (role plus active access profiles); ok is false when the user no
-	// longer exists, which ends their sessions.
-	Permissions(ctx context.Context, userID string) (perms []string, ok bool, err error)
+	// (role plus active access profiles) for a session created at
+	// sessionCreated; ok is false when the user no longer exists or the
+	// session predates a password change, which ends the session.
+	Permissions(ctx context.Context, userID string, sessionCreated time.Time) (perms []string, ok bool, err error)
 }
 
 // SetAccounts plugs a user directory into login and session checks. Call it
@@ -41,7 +43,7 @@ func (s *Service) userPrincipal(ctx context.Context, sess *session) (*Principal,
 	if acc == nil {
 		return nil, nil
 	}
-	perms, ok, err := acc.Permissions(ctx, sess.Subject)
+	perms, ok, err := acc.Permissions(ctx, sess.Subject, sess.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("auth: user permissions: %w", err)
 	}

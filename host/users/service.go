@@ -127,8 +127,9 @@ func (s *Service) Login(ctx context.Context, email, password string) (string, bo
 }
 
 // Permissions implements auth.Accounts: the role's permissions plus the
-// grants of the user's active, unexpired access profiles.
-func (s *Service) Permissions(ctx context.Context, userID string) ([]string, bool, error) {
+// grants of the user's active, unexpired access profiles. A session created
+// before the user's last password change is no longer valid.
+func (s *Service) Permissions(ctx context.Context, userID string, sessionCreated time.Time) ([]string, bool, error) {
 	var perms []string
 	found := false
 	err := s.st.View(ctx, func(tx store.Tx) error {
@@ -138,6 +139,9 @@ func (s *Service) Permissions(ctx context.Context, userID string) ([]string, boo
 		}
 		if err != nil {
 			return err
+		}
+		if sessionCreated.Before(rec.SessionsNotBefore) {
+			return nil
 		}
 		found = true
 		role, err := s.getRole(tx, rec.RoleID)

@@ -52,8 +52,10 @@ type userRecord struct {
 	Teams         []Membership `json:"teams,omitempty"`
 	VirtualKeyIDs []string     `json:"virtual_key_ids,omitempty"`
 	BusinessUnits []NamedRef   `json:"business_units,omitempty"`
-	CreatedAt     time.Time    `json:"created_at"`
-	UpdatedAt     time.Time    `json:"updated_at"`
+	// SessionsNotBefore is the last password change: older sessions end.
+	SessionsNotBefore time.Time `json:"sessions_not_before,omitzero"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
 }
 
 // User is the spec's User as the API shows it (never the password), plus
@@ -148,6 +150,9 @@ func (s *Service) applyUser(ctx context.Context, tx store.Tx, rec *userRecord, i
 			return apierr.Internal(fmt.Errorf("users: hash password: %w", err))
 		}
 		rec.PasswordHash = string(h)
+		if !create {
+			rec.SessionsNotBefore = s.now().UTC()
+		}
 	}
 	if in.RoleID != nil {
 		if _, err := s.getRole(tx, *in.RoleID); errors.Is(err, store.ErrNotFound) {

@@ -466,3 +466,72 @@ func TestMembershipListings(t *testing.T) {
 	testgw.WantEnvelope(t, bare.Do("GET", "/api/governance/teams/t1/members", nil), 404, "not_found")
 	testgw.WantEnvelope(t, bare.Do("GET", "/api/governance/virtual-keys/vk1/users", nil), 404, "not_found")
 }
+
+// TestAPIKeysWithinCreator: a user allowed to create management API keys
+// cannot mint one wider than their own permissions.
+func TestAPIKeysWithinCreator(t *testing.T) {
+	g := authed(t)
+	role := create(t, g, "/api/roles", map[string]any{"name": "key-minter", "permissions": []string{"APIKeys:Create", "Providers:View"}})
+	create(t, g, "/api/users", map[string]any{"name": "k", "email": "k@example.com", "password": "minter-password", "role_id": role["id"]})
+	tok := bearer(login(t, g, "k@example.com", "minter-password"))
+	as := func(body any) *testgw.Response {
+		return g.Do("POST", "/api/auth/api-keys", body, func(r *http.Request) { r.Header.Del("Authorization") }, tok)
+	}
+	for _, scopes := range [][]string{{"*"}, {"Providers:*"}, {"Providers:View", "Providers:Create"}} {
+		testgw.WantEnvelope(t, as(map[string]any{"name": "x", "scopes": scopes}), 403, "privilege_escalation")
+	}
+	if r := as(map[string]any{"name": "ok", "scopes": []string{"providers:view"}}); r.Status != 201 {
+		t.Fatalf("key within own permissions: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestPasswordChangeEndsSessions: sessions opened before a password change
+// stop working; a login with the new password works.
+func TestPasswordChangeEndsSessions(t *testing.T) {
+	g := authed(t)
+	u := create(t, g, "/api/users", map[string]any{"name": "s", "email": "s@example.com", "password": "first-password"})
+	old := bearer(login(t, g, "s@example.com", "first-password"))
+	noAdmin := func(r *http.Request) { r.Header.Del("Authorization") }
+	if r := g.Do("GET", "/api/providers", nil, noAdmin, old); r.Status != 200 {
+		t.Fatalf("before change: %d %s", r.Status, r.Body)
+	}
+	g.Expect(200, "PUT", fmt.Sprint("/api/users/", u["id"]), map[string]any{"name": "renamed"})
+	if r := g.Do("GET", "/api/providers", nil, noAdmin, old); r.Status != 200 {
+		t.Fatalf("a change other than the password ended the session: %d %s", r.Status, r.Body)
+	}
+	g.Expect(200, "PUT", fmt.Sprint("/api/users/", u["id"]), map[string]any{"password": "second-password"})
+	testgw.WantEnvelope(t, g.Do("GET", "/api/providers", nil, noAdmin, old), 401, "invalid_credentials")
+	testgw.WantEnvelope(t, g.Do("POST", "/api/session/login", map[string]any{"email": "s@example.com", "password": "first-password"}, noAdmin), 401, "invalid_credentials")
+	fresh := bearer(login(t, g, "s@example.com", "second-password"))
+	if r := g.Do("GET", "/api/providers", nil, noAdmin, fresh); r.Status != 200 {
+		t.Fatalf("new session: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestConcurrentSameEmail: of many concurrent creates with one address,
+// exactly one succeeds and the rest get 409.
+func TestConcurrentSameEmail(t *testing.T) {
+	g := testgw.New(t)
+	const n = 16
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- g.Do("POST", "/api/users", map[string]any{"name": fmt.Sprint("u", i), "email": "same@example.com"}).Status
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	got := map[int]int{}
+	for c := range codes {
+		got[c]++
+	}
+	if got[201] != 1 || got[409] != n-1 {
+		t.Fatalf("statuses %v, want one 201 and %d 409", got, n-1)
+	}
+	if m := g.Expect(200, "GET", "/api/users?email=same@", nil).Map(t); m["total_count"].(float64) != 1 {
+		t.Fatalf("users with the address: %v", m["total_count"])
+	}
+}
