@@ -121,23 +121,23 @@ type Outcome struct {
 	// RoutePattern is the route as mounted (".../models/*" rather than the
 	// model in the path): a bounded metrics label, while Route (the
 	// request path) goes to the log.
-	RoutePattern   string
-	RequestType    string
-	Provider       string
-	Model          string
-	ResolvedModel  string
-	KeyID          string
-	VirtualKeyID   string
-	Stream         bool
-	StatusCode     int
-	Latency        time.Duration
-	TTFT           time.Duration
-	Usage          Usage
+	RoutePattern  string
+	RequestType   string
+	Provider      string
+	Model         string
+	ResolvedModel string
+	KeyID         string
+	VirtualKeyID  string
+	Stream        bool
+	StatusCode    int
+	Latency       time.Duration
+	TTFT          time.Duration
+	Usage         Usage
 	// Cost is the request's price in USD from the Pricer, set when the
 	// outcome is finished; CostKnown is false when no price exists for
 	// the provider and model (Cost is then 0, not free).
-	Cost      float64
-	CostKnown bool
+	Cost           float64
+	CostKnown      bool
 	IsFallback     bool
 	FallbackIndex  int
 	Retries        int
