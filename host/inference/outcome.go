@@ -121,23 +121,18 @@ type Outcome struct {
 	// RoutePattern is the route as mounted (".../models/*" rather than the
 	// model in the path): a bounded metrics label, while Route (the
 	// request path) goes to the log.
-	RoutePattern  string
-	RequestType   string
-	Provider      string
-	Model         string
-	ResolvedModel string
-	KeyID         string
-	VirtualKeyID  string
-	Stream        bool
-	StatusCode    int
-	Latency       time.Duration
-	TTFT          time.Duration
-	Usage         Usage
-	// Cost is the request's price in USD from the Pricer, set when the
-	// outcome is finished; CostKnown is false when no price exists for
-	// the provider and model (Cost is then 0, not free).
-	Cost           float64
-	CostKnown      bool
+	RoutePattern   string
+	RequestType    string
+	Provider       string
+	Model          string
+	ResolvedModel  string
+	KeyID          string
+	VirtualKeyID   string
+	Stream         bool
+	StatusCode     int
+	Latency        time.Duration
+	TTFT           time.Duration
+	Usage          Usage
 	IsFallback     bool
 	FallbackIndex  int
 	Retries        int
@@ -149,6 +144,12 @@ type Outcome struct {
 	// token, SigV4 access key id). It is not verified — inference has no
 	// auth yet — and is kept for governance, never logged.
 	CallerCredential string
+
+	// Cost is the request's price in USD from the Pricer, set when the
+	// outcome is finished; CostKnown is false when no price exists for
+	// the provider and model (Cost is then 0, which does not mean free).
+	Cost      float64
+	CostKnown bool
 }
 
 // Recorder receives outcomes; implementations must not block for long.
