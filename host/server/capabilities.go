@@ -12,6 +12,7 @@ import (
 	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/pricing"
+	"github.com/wasmgate/gateway/host/promptrepo"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
@@ -86,6 +87,12 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 		return err
 	}
 	s.pricing.Routes(api)
+
+	prompts, err := promptrepo.New(promptrepo.Options{Store: s.store, Now: s.now})
+	if err != nil {
+		return err
+	}
+	prompts.Routes(api)
 
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
