@@ -2,8 +2,8 @@ package promptrepo_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"testing"
