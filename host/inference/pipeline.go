@@ -35,6 +35,9 @@ type call struct {
 	// eg, on a drop-in route, encodes the answer back into the caller's
 	// native wire; nil on the unified API.
 	eg *egress
+	// cost is out.Cost broken down, valid once priced is set.
+	cost   CostBreakdown
+	priced bool
 }
 
 // attemptResult is a successful upstream exchange not yet sent to the client.
