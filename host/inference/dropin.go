@@ -440,10 +440,10 @@ func (s *Service) nativeRoutes(r fiber.Router) {
 // openAIRoutes mounts the OpenAI-shaped API under prefix; bare model names
 // default to provider.
 func (s *Service) openAIRoutes(r fiber.Router, prefix, provider string) {
-	r.Post(prefix+"/chat/completions", s.handleAs(TypeChat, "/chat/completions", provider))
-	r.Post(prefix+"/completions", s.handleAs(TypeCompletion, "/completions", provider))
-	r.Post(prefix+"/responses", s.handleAs(TypeResponses, "/responses", provider))
-	r.Post(prefix+"/embeddings", s.handleAs(TypeEmbedding, "/embeddings", provider))
+	r.Post(prefix+"/chat/completions", s.handleDropIn(TypeChat, "/chat/completions", provider))
+	r.Post(prefix+"/completions", s.handleDropIn(TypeCompletion, "/completions", provider))
+	r.Post(prefix+"/responses", s.handleDropIn(TypeResponses, "/responses", provider))
+	r.Post(prefix+"/embeddings", s.handleDropIn(TypeEmbedding, "/embeddings", provider))
 	r.Get(prefix+"/models", s.listModels)
 }
 
@@ -615,6 +615,11 @@ func (s *Service) cohereEmbed(c *fiber.Ctx) error {
 // serveNative runs a unified request built by the host for a native route
 // and answers through eg.
 func (s *Service) serveNative(c *fiber.Ctx, eg *egress, reqType, path string, unified []byte) error {
+	fb, aerr := nativeFallbacks(c, c.Body())
+	if aerr != nil {
+		return eg.fail(c, aerr)
+	}
+	unified = withFallbacks(unified, fb)
 	err := s.serve(c, reqType, path, defaultProvider(unified, eg.w.provider), eg, callerCredential(c))
 	if e, ok := err.(*apierr.Error); ok && e != nil {
 		return eg.fail(c, e)
