@@ -216,6 +216,11 @@ func (s *Service) native(c *fiber.Ctx, w *wire, in []byte, reqType string) error
 		return eg.fail(c, adapterError(codec, "ingress_request", err))
 	}
 	path := "/chat/completions"
+	if stream, _ := jsonx.BoolField(unified, "stream"); stream && w.module == "anthropic" && reqType == TypeChat {
+		// message_start goes out before a translated upstream reports
+		// usage: it carries an estimate (dropin_usage.go).
+		eg.state = anthropicStreamSeed(unified)
+	}
 	if reqType == TypeCountTokens {
 		// Counting never streams, whatever the native body said.
 		unified, _ = removeFields(unified, []string{"stream", "stream_options"})
