@@ -54,6 +54,9 @@ type wire struct {
 	// failed stream (Google sends its error object); otherwise the egress
 	// hook gets an error chunk and emits the wire's error event.
 	streamErrorData func(e *apierr.Error) []byte
+	// invoke, on Bedrock InvokeModel routes, is the native body shape:
+	// stream events are framed as {"bytes": base64} chunks.
+	invoke invokeFormat
 }
 
 var (
@@ -110,6 +113,8 @@ type egress struct {
 	// encode, when set, replaces egress_response: the host's own mapping
 	// for native APIs no adapter hook covers (embeddings).
 	encode func(unified []byte) ([]byte, error)
+	// invoke, on Bedrock InvokeModel routes, picks each attempt's body.
+	invoke *invokeCall
 }
 
 // codec finds the ingress/egress adapter of a wire.
@@ -355,6 +360,10 @@ func frameNative(w *wire, ev []byte) []byte {
 	}
 	data := ev[s:e]
 	name, _ := jsonx.StringField(ev, "event")
+	if w.invoke != invokeNone {
+		exc, _ := jsonx.StringField(ev, "exception")
+		return invokeFrame(w, unescape(name), unescape(exc), data)
+	}
 	if !w.eventStream {
 		return sse.AppendEvent(nil, unescape(name), data)
 	}
@@ -375,6 +384,10 @@ func frameNative(w *wire, ev []byte) []byte {
 // event order (Anthropic's input tokens in message_start). Bedrock events
 // arrive AWS-framed and decoded, so they are re-encoded instead.
 func sameWire(cl *call, res *attemptResult) bool {
+	if cl.eg != nil && cl.eg.invoke != nil {
+		// An InvokeModel passthrough: the events are the model's own.
+		return res.reqType == TypeInvoke
+	}
 	if cl.eg == nil || cl.eg.w.eventStream || res.passthrough || res.conv != nil {
 		return false
 	}
@@ -440,6 +453,8 @@ func (s *Service) nativeRoutes(r fiber.Router) {
 	r.Post("/cohere/v2/rerank", s.cohereRerank)
 	r.Post("/bedrock/model/:modelId/converse", s.nativeChat(wireBedrock, bedrockInput(false)))
 	r.Post("/bedrock/model/:modelId/converse-stream", s.nativeChat(wireBedrock, bedrockInput(true)))
+	r.Post("/bedrock/model/:modelId/invoke", s.bedrockInvoke(false))
+	r.Post("/bedrock/model/:modelId/invoke-with-response-stream", s.bedrockInvoke(true))
 }
 
 // openAIRoutes mounts the OpenAI-shaped API under prefix; bare model names
