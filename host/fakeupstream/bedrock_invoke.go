@@ -84,8 +84,13 @@ func (c *call) bedrockInvoke(streaming bool) {
 			"model": "claude-3-haiku-20240307", "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 			"usage": map[string]any{"input_tokens": in, "output_tokens": 1}}}) &&
 			chunk(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
-		for _, t := range p.text {
+		for i, t := range p.text {
 			ok = ok && chunk(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": t}})
+			if ok && i == 0 && c.f.streamError == StreamErrorMidStream {
+				b, _ := eventstream.Append(nil, eventstream.Exception("throttlingException", []byte(`{"message":"Too many requests, please wait before trying again."}`)))
+				st.write(b)
+				return
+			}
 		}
 		ok = ok && chunk(map[string]any{"type": "content_block_stop", "index": 0})
 		if p.tool != nil {
