@@ -456,7 +456,7 @@ func (em *streamEmitter) run() *apierr.Error {
 					streamErr = malformedStream(res)
 					break
 				}
-				em.write(em.passLine(ev))
+				em.write(sseLine(ev))
 			}
 		} else {
 			chunks, aerr := em.adapt(batch, end || streamErr != nil)
