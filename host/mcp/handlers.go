@@ -38,6 +38,19 @@ func (s *Service) Routes(api *auth.Router) {
 	api.Get("/oauth/callback", auth.Public, s.callback)
 }
 
+// stdioPerm is the extra permission needed to create or change a stdio
+// client: it runs a command on the gateway host, a governance-level power
+// that MCP:Create alone (held by the developer role) must not grant.
+var stdioPerm = auth.Perm("Settings", "Update")
+
+func requireStdioPerm(c *fiber.Ctx) *apierr.Error {
+	if p := auth.FromCtx(c); p != nil && (p.Bypass || auth.Allows(p.Scopes, stdioPerm)) {
+		return nil
+	}
+	return apierr.Forbidden("missing_permission",
+		"stdio MCP clients run a command on the gateway host: this credential lacks permission "+stdioPerm.String())
+}
+
 // InferenceRoutes registers the /v1 tool endpoints, which callers use with
 // inference credentials like the rest of /v1.
 func (s *Service) InferenceRoutes(app fiber.Router) {
@@ -137,6 +150,11 @@ func (s *Service) create(c *fiber.Ctx) error {
 	cl, ferr := in.normalize(s.o.AllowStdio)
 	if ferr != nil {
 		return ferr.api()
+	}
+	if cl.ConnectionType == ConnStdio {
+		if e := requireStdioPerm(c); e != nil {
+			return e
+		}
 	}
 	now := s.now().UTC()
 	cl.ID, cl.CreatedAt, cl.UpdatedAt = newID(), now, now
@@ -280,6 +298,11 @@ func (s *Service) put(c *fiber.Ctx) error {
 	cl, ferr := in.Input.normalize(s.o.AllowStdio)
 	if ferr != nil {
 		return ferr.api()
+	}
+	if cl.ConnectionType == ConnStdio {
+		if e := requireStdioPerm(c); e != nil {
+			return e
+		}
 	}
 	cl.ID, cl.CreatedAt, cl.UpdatedAt, cl.OAuthConfigID, cl.ConfigHash = old.ID, old.CreatedAt, s.now().UTC(), old.OAuthConfigID, old.ConfigHash
 	var rotate *oauthRotation

@@ -12,7 +12,10 @@ import (
 	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/mcp"
 	"github.com/wasmgate/gateway/host/plugins/registry"
+	"github.com/wasmgate/gateway/host/pricing"
+	"github.com/wasmgate/gateway/host/promptrepo"
 	"github.com/wasmgate/gateway/host/providers"
+	"github.com/wasmgate/gateway/host/users"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -22,6 +25,14 @@ import (
 // dependency order, registers its routes and its clean-up. Each capability
 // owns its handlers, logic and store access in its own package under host/.
 func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) error {
+	// Users first: user sessions authenticate through it.
+	us, err := users.New(users.Options{Store: s.store, Routes: s.routes, Directory: s.directory, Log: s.log, Now: s.now})
+	if err != nil {
+		return err
+	}
+	s.auth.SetAccounts(us)
+	us.Routes(api)
+
 	prov, err := providers.New(ctx, providers.Options{Store: s.store, Secrets: s.secrets, Log: s.log})
 	if err != nil {
 		return err
@@ -80,13 +91,26 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.logs.Routes(api)
 
+	// Pricing before inference: every finished request is priced.
+	s.pricing, err = pricing.New(ctx, pricing.Options{Store: s.store, Now: s.now})
+	if err != nil {
+		return err
+	}
+	s.pricing.Routes(api)
+
+	prompts, err := promptrepo.New(promptrepo.Options{Store: s.store, Now: s.now})
+	if err != nil {
+		return err
+	}
+	prompts.Routes(api)
+
 	if err := s.provisionMCP(ctx, api); err != nil {
 		return err
 	}
 
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
-		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain,
+		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain, Pricer: s.pricing,
 		Recorder: inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
 	})
 	s.inference.Routes(s.app)
@@ -134,6 +158,10 @@ func (s *Server) provisionMCP(ctx context.Context, api *auth.Router) error {
 
 // MCP is the MCP client capability (tools of connected MCP servers).
 func (s *Server) MCP() *mcp.Service { return s.mcp }
+
+// Pricing is the pricing capability: Cost prices a provider's model for a
+// usage (governance reserves and settles budgets with it).
+func (s *Server) Pricing() *pricing.Service { return s.pricing }
 
 // Async is the async-jobs capability (/v1/async/*).
 func (s *Server) Async() *asyncjobs.Service { return s.async }
