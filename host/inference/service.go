@@ -27,6 +27,9 @@ type Options struct {
 	MaxResponseBytes int
 	// StreamBatchMax caps events handed to an adapter in one call.
 	StreamBatchMax int
+	// ChatTools, when set, adds tools to chat requests that carry its
+	// marker and may run the tool-call loop (the MCP gateway).
+	ChatTools ChatTools
 }
 
 // Service is the inference capability.
@@ -36,6 +39,8 @@ type Service struct {
 	creds      credentialCache
 	transports transportCache
 	now        func() time.Time
+	// chatToolsMarker is o.ChatTools.Marker(), read once.
+	chatToolsMarker []byte
 }
 
 // New builds the service.
@@ -49,7 +54,11 @@ func New(o Options) *Service {
 	if o.StreamBatchMax <= 0 {
 		o.StreamBatchMax = 64
 	}
-	return &Service{o: o, log: o.Log, now: time.Now}
+	s := &Service{o: o, log: o.Log, now: time.Now}
+	if o.ChatTools != nil {
+		s.chatToolsMarker = o.ChatTools.Marker()
+	}
+	return s
 }
 
 // Routes mounts the unified API on app.
