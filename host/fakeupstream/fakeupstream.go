@@ -127,6 +127,10 @@ type Server struct {
 	hangMode    HangMode
 	streamError StreamError
 	chunkDelay  time.Duration
+	// script, when scripted, drives chat answers (ScriptChatTools).
+	script    [][]ScriptedToolCall
+	scripted  bool
+	scriptPos int
 }
 
 // New builds a fake for family without listening; serve it with Start or
@@ -261,6 +265,7 @@ func (s *Server) Reset() {
 	s.requests = nil
 	s.failN, s.failStatus, s.retryAfter = 0, 0, ""
 	s.hangMode, s.streamError, s.chunkDelay = HangNone, StreamErrorNone, s.opts.ChunkDelay
+	s.script, s.scripted, s.scriptPos = nil, false, 0
 	s.mu.Unlock()
 	s.count.Store(0)
 	s.cancelled.Store(0)
