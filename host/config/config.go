@@ -58,6 +58,7 @@ type Config struct {
 	Client     Client     `koanf:"client" json:"client"`
 	Logs       Logs       `koanf:"logs" json:"logs"`
 	Async      Async      `koanf:"async" json:"async"`
+	MCPGateway MCPGateway `koanf:"mcp_gateway" json:"mcp_gateway"`
 
 	// Entities holds the raw entity sections by name ("providers", ...).
 	Entities map[string]json.RawMessage `koanf:"-" json:"-"`
@@ -163,6 +164,23 @@ type Async struct {
 	PruneGrace Duration `koanf:"prune_grace" json:"prune_grace"`
 	// TombstoneTTL is how long after expiry a job answers 410, not 404.
 	TombstoneTTL Duration `koanf:"tombstone_ttl" json:"tombstone_ttl"`
+}
+
+// MCPGateway configures the gateway's own MCP server (/mcp) and the MCP
+// tool loop of chat completions (docs/mcp-server.md).
+type MCPGateway struct {
+	// ServerEnabled mounts /mcp.
+	ServerEnabled bool `koanf:"server_enabled" json:"server_enabled"`
+	// DefaultMaxSteps bounds a tool loop whose request names no max_steps.
+	DefaultMaxSteps int `koanf:"default_max_steps" json:"default_max_steps"`
+	// MaxSteps is the largest max_steps a request may ask for.
+	MaxSteps int `koanf:"max_steps" json:"max_steps"`
+	// ToolTimeout bounds one tool call.
+	ToolTimeout Duration `koanf:"tool_timeout" json:"tool_timeout"`
+	// DisableLocalhostProtection lets /mcp on a loopback listener answer
+	// non-loopback Host headers (a reverse proxy on the same machine); the
+	// protection stops DNS-rebinding pages from calling local tools.
+	DisableLocalhostProtection bool `koanf:"disable_localhost_protection" json:"disable_localhost_protection"`
 }
 
 // Addr is host:port for the listener.

@@ -57,6 +57,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Version is reported to MCP clients as the server version.
 	Version string
+	// DisableLocalhostProtection turns off the SDK's DNS-rebinding guard
+	// (a loopback listener answers only loopback Host headers).
+	DisableLocalhostProtection bool
 }
 
 // Service is the MCP gateway capability.
@@ -107,9 +110,10 @@ func New(o Options) (*Service, error) {
 		// answer any request, nothing leaks when clients vanish, and no
 		// long-lived GET streams hold a shutdown. The gateway never sends
 		// requests to its clients, which is all stateless gives up.
-		Stateless:           true,
-		Logger:              o.Log,
-		MaxRequestBodyBytes: o.MaxBodyBytes,
+		Stateless:                  true,
+		Logger:                     o.Log,
+		MaxRequestBodyBytes:        o.MaxBodyBytes,
+		DisableLocalhostProtection: o.DisableLocalhostProtection,
 	})
 	return s, nil
 }

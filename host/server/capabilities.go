@@ -79,12 +79,17 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.logs.Routes(api)
 
+	if err := s.provisionMCPGateway(); err != nil {
+		return err
+	}
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
 		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain,
-		Recorder: inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
+		Recorder:  inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
+		ChatTools: s.mcpgw,
 	})
 	s.inference.Routes(s.app)
+	s.mcpgw.Routes(s.app)
 	s.closers = append(s.closers, s.inference.Close)
 
 	// Async jobs go in the main store (fsync'd, and where webhook deliveries

@@ -22,6 +22,7 @@ import (
 	"github.com/wasmgate/gateway/host/config"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
+	"github.com/wasmgate/gateway/host/mcpgw"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/plugins/registry"
@@ -63,6 +64,9 @@ type Server struct {
 	async *asyncjobs.Service
 	// now is the clock handed to capabilities that take one (WithClock).
 	now func() time.Time
+	// mcpTools (WithMCPTools) backs mcpgw, set by provisionMCPGateway.
+	mcpTools mcpgw.ToolSource
+	mcpgw    *mcpgw.Service
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}
