@@ -114,7 +114,17 @@ type env struct {
 
 func start(t *testing.T, o testgw.Options) *env {
 	t.Helper()
-	calc, src := startCalc(t)
+	return startWrapped(t, o, nil)
+}
+
+// startWrapped is start with the tool source wrapped (failure injection).
+func startWrapped(t *testing.T, o testgw.Options, wrap func(mcpgw.ToolSource) mcpgw.ToolSource) *env {
+	t.Helper()
+	calc, sessions := startCalc(t)
+	var src mcpgw.ToolSource = sessions
+	if wrap != nil {
+		src = wrap(sessions)
+	}
 	fake := fakeupstream.Start(t, fakeupstream.OpenAI, fakeupstream.Options{APIKey: "sk-fake"})
 	o.ServerOptions = append(o.ServerOptions, server.WithMCPTools(src),
 		server.WithAdapters(inference.AdapterFunc(func(family string) (inference.Adapter, bool) {
