@@ -63,11 +63,7 @@ func bridge(base context.Context, h http.Handler) fiber.Handler {
 		w.mu.Lock()
 		status, header := w.status, w.sent
 		w.mu.Unlock()
-		for k, vs := range header {
-			for _, v := range vs {
-				c.Response().Header.Add(k, v)
-			}
-		}
+		copyHeader(c, header)
 		c.Status(status)
 		c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
 			defer cancel()
@@ -90,6 +86,21 @@ func bridge(base context.Context, h http.Handler) fiber.Handler {
 			}
 		})
 		return nil
+	}
+}
+
+// copyHeader sets the handler's headers on the Fiber response, except the
+// framing ones fasthttp computes itself (a copied Content-Length would
+// contradict a streamed body).
+func copyHeader(c *fiber.Ctx, h http.Header) {
+	for k, vs := range h {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Transfer-Encoding", "Connection":
+			continue
+		}
+		for _, v := range vs {
+			c.Response().Header.Add(k, v)
+		}
 	}
 }
 
@@ -192,10 +203,6 @@ func (w *streamWriter) send(c *fiber.Ctx) error {
 		return apierr.Internal(w.panic)
 	}
 	w.writeHeaderLocked(http.StatusOK)
-	for k, vs := range w.sent {
-		for _, v := range vs {
-			c.Response().Header.Add(k, v)
-		}
-	}
+	copyHeader(c, w.sent)
 	return c.Status(w.status).Send(append([]byte(nil), w.buf.Bytes()...))
 }
