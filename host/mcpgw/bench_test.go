@@ -9,6 +9,7 @@ import (
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/inference"
+	"github.com/wasmgate/gateway/host/internal/testgw"
 	"github.com/wasmgate/gateway/host/mcpgw"
 	"github.com/wasmgate/gateway/pluginsdk/plugintest"
 )
@@ -48,6 +49,39 @@ func BenchmarkInjectTools(b *testing.B) {
 		res, aerr := gw.ServeChat(context.Background(), body, noModels{})
 		if aerr != nil || res.Forward == nil {
 			b.Fatal(aerr)
+		}
+	}
+}
+
+// BenchmarkMCPToolCall is one tools/call by the official SDK client through
+// the gateway's /mcp (real listener, bridge, stateless SDK server) to a
+// real SDK MCP server; BenchmarkMCPToolCallDirect is the same call made
+// straight to that server, so the difference is the gateway's share.
+func BenchmarkMCPToolCall(b *testing.B) {
+	e := start(b, testgw.Options{})
+	cs := connect(b, e.listen(b)+"/mcp", nil)
+	benchCall(b, cs)
+}
+
+func BenchmarkMCPToolCallDirect(b *testing.B) {
+	_, src := startCalc(b)
+	b.ResetTimer()
+	ctx := context.Background()
+	args := json.RawMessage(`{"a":1,"b":2}`)
+	for b.Loop() {
+		if _, err := src.CallTool(ctx, "calc", "add", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchCall(b *testing.B, cs *mcp.ClientSession) {
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calc-add", Arguments: map[string]any{"a": 1, "b": 2}})
+		if err != nil || res.IsError {
+			b.Fatal(err)
 		}
 	}
 }

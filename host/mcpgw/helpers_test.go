@@ -54,7 +54,7 @@ type failIn struct {
 // startCalc serves the calc MCP server on 127.0.0.1 and connects an SDK
 // client session to it, the way host/mcp connects to external servers.
 // The tool "secret" exists but is not allowed (tools_to_execute).
-func startCalc(t *testing.T) (*calcServer, *mcpgw.Sessions) {
+func startCalc(t testing.TB) (*calcServer, *mcpgw.Sessions) {
 	t.Helper()
 	cs := &calcServer{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1.0.0"}, nil)
@@ -112,13 +112,13 @@ type env struct {
 	fake *fakeupstream.Server
 }
 
-func start(t *testing.T, o testgw.Options) *env {
+func start(t testing.TB, o testgw.Options) *env {
 	t.Helper()
 	return startWrapped(t, o, nil)
 }
 
 // startWrapped is start with the tool source wrapped (failure injection).
-func startWrapped(t *testing.T, o testgw.Options, wrap func(mcpgw.ToolSource) mcpgw.ToolSource) *env {
+func startWrapped(t testing.TB, o testgw.Options, wrap func(mcpgw.ToolSource) mcpgw.ToolSource) *env {
 	t.Helper()
 	calc, sessions := startCalc(t)
 	var src mcpgw.ToolSource = sessions
@@ -137,7 +137,7 @@ func startWrapped(t *testing.T, o testgw.Options, wrap func(mcpgw.ToolSource) mc
 }
 
 // listen serves the gateway's real Fiber app on a 127.0.0.1 listener.
-func (e *env) listen(t *testing.T) string {
+func (e *env) listen(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

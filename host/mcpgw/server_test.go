@@ -19,7 +19,7 @@ import (
 )
 
 // connect opens an official SDK client session on the gateway's /mcp.
-func connect(t *testing.T, endpoint string, hc *http.Client) *mcp.ClientSession {
+func connect(t testing.TB, endpoint string, hc *http.Client) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
