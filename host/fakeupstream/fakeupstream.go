@@ -8,7 +8,8 @@
 //
 // Replies are deterministic: the text is "hello from <family>" in three
 // chunks, a request that offers tools gets a call of its first tool with
-// arguments {"echo":"hello"}, prompt tokens are ceil(len(body)/4), and
+// arguments {"echo":"hello"} (ScriptChatTools scripts other tool calls for
+// tool-loop tests), prompt tokens are ceil(len(body)/4), and
 // completion tokens count the chunks. Behaviour knobs (failures, hangs,
 // in-stream errors, per-chunk delay) are set through the Go API or per
 // request with X-Fake-* headers; every request is recorded.
