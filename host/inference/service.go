@@ -27,6 +27,9 @@ type Options struct {
 	MaxResponseBytes int
 	// StreamBatchMax caps events handed to an adapter in one call.
 	StreamBatchMax int
+	// Pricer prices finished requests (Outcome.Cost, billed_usage.cost);
+	// nil leaves every cost unknown.
+	Pricer Pricer
 	// ChatTools, when set, adds tools to chat requests that carry its
 	// marker and may run the tool-call loop (the MCP gateway).
 	ChatTools ChatTools

@@ -26,8 +26,10 @@ import (
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/plugins/registry"
+	"github.com/wasmgate/gateway/host/pricing"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/secret"
+	"github.com/wasmgate/gateway/host/users"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -62,8 +64,13 @@ type Server struct {
 	plugins *registry.Service
 	// async is set by provisionCapabilities and started once every route is mounted.
 	async *asyncjobs.Service
+	// pricing is set by provisionCapabilities.
+	pricing *pricing.Service
 	// now is the clock handed to capabilities that take one (WithClock).
 	now func() time.Time
+	// directory answers users' questions about teams and virtual keys
+	// (WithDirectory); governance provides it.
+	directory users.Directory
 	// mcpTools (WithMCPTools) backs mcpgw, set by provisionMCPGateway.
 	mcpTools mcpgw.ToolSource
 	mcpgw    *mcpgw.Service
@@ -86,6 +93,13 @@ func WithAdapters(src inference.AdapterSource) Option {
 // (async job expiry); tests use it to move time without sleeping.
 func WithClock(now func() time.Time) Option {
 	return func(s *Server) { s.now = now }
+}
+
+// WithDirectory sets what host/users asks about teams and virtual keys
+// (membership listings and assignments); without one every team and virtual
+// key is unknown to it.
+func WithDirectory(d users.Directory) Option {
+	return func(s *Server) { s.directory = d }
 }
 
 // New provisions every capability from cfg. On error nothing is left running.
