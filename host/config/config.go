@@ -63,6 +63,7 @@ type Config struct {
 	MCPExternalClientURL string `koanf:"mcp_external_client_url" json:"mcp_external_client_url,omitempty"`
 	// MCPClientConfig tunes the MCP client capability (host/mcp).
 	MCPClientConfig MCPClientConfig `koanf:"mcp_client_config" json:"mcp_client_config"`
+	MCPGateway      MCPGateway      `koanf:"mcp_gateway" json:"mcp_gateway"`
 
 	// Entities holds the raw entity sections by name ("providers", ...).
 	Entities map[string]json.RawMessage `koanf:"-" json:"-"`
@@ -187,6 +188,23 @@ type MCPClientConfig struct {
 	// tokens about to expire; RefreshBefore is how close to expiry it acts.
 	RefreshInterval Duration `koanf:"refresh_interval" json:"refresh_interval"`
 	RefreshBefore   Duration `koanf:"refresh_before" json:"refresh_before"`
+}
+
+// MCPGateway configures the gateway's own MCP server (/mcp) and the MCP
+// tool loop of chat completions (docs/mcp-server.md).
+type MCPGateway struct {
+	// ServerEnabled mounts /mcp.
+	ServerEnabled bool `koanf:"server_enabled" json:"server_enabled"`
+	// DefaultMaxSteps bounds a tool loop whose request names no max_steps.
+	DefaultMaxSteps int `koanf:"default_max_steps" json:"default_max_steps"`
+	// MaxSteps is the largest max_steps a request may ask for.
+	MaxSteps int `koanf:"max_steps" json:"max_steps"`
+	// ToolTimeout bounds one tool call.
+	ToolTimeout Duration `koanf:"tool_timeout" json:"tool_timeout"`
+	// DisableLocalhostProtection lets /mcp on a loopback listener answer
+	// non-loopback Host headers (a reverse proxy on the same machine); the
+	// protection stops DNS-rebinding pages from calling local tools.
+	DisableLocalhostProtection bool `koanf:"disable_localhost_protection" json:"disable_localhost_protection"`
 }
 
 // Addr is host:port for the listener.

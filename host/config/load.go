@@ -71,6 +71,12 @@ func Defaults() map[string]any {
 		"mcp_client_config.oauth_flow_ttl":        "15m",
 		"mcp_client_config.refresh_interval":      "30s",
 		"mcp_client_config.refresh_before":        "5m",
+
+		// The gateway's MCP server and chat tool loop (docs/mcp-server.md).
+		"mcp_gateway.server_enabled":    true,
+		"mcp_gateway.default_max_steps": 5,
+		"mcp_gateway.max_steps":         10,
+		"mcp_gateway.tool_timeout":      "60s",
 	}
 }
 
@@ -287,6 +293,7 @@ func (c *Config) Validate() error {
 	c.validateLogs(bad)
 	c.validateAsync(bad)
 	c.validateMCP(bad)
+	c.validateMCPGateway(bad)
 	return errors.Join(errs...)
 }
 
@@ -308,6 +315,23 @@ func (c *Config) validateMCP(bad func(key, format string, a ...any)) {
 	}
 	if m.RefreshBefore < 0 {
 		bad("mcp_client_config.refresh_before", "must not be negative")
+	}
+}
+
+// mcpGatewayHardMaxSteps mirrors mcpgw.HardMaxSteps (config must not import
+// capabilities): the most tool rounds any configuration may allow.
+const mcpGatewayHardMaxSteps = 25
+
+func (c *Config) validateMCPGateway(bad func(key, format string, a ...any)) {
+	m := c.MCPGateway
+	if m.MaxSteps < 1 || m.MaxSteps > mcpGatewayHardMaxSteps {
+		bad("mcp_gateway.max_steps", "must be between 1 and %d (got %d)", mcpGatewayHardMaxSteps, m.MaxSteps)
+	}
+	if m.DefaultMaxSteps < 1 || m.DefaultMaxSteps > m.MaxSteps {
+		bad("mcp_gateway.default_max_steps", "must be between 1 and mcp_gateway.max_steps (got %d)", m.DefaultMaxSteps)
+	}
+	if m.ToolTimeout.D() < time.Second {
+		bad("mcp_gateway.tool_timeout", "must be at least 1s (got %s)", m.ToolTimeout.D())
 	}
 }
 

@@ -8,7 +8,8 @@
 //
 // Replies are deterministic: the text is "hello from <family>" in three
 // chunks, a request that offers tools gets a call of its first tool with
-// arguments {"echo":"hello"}, prompt tokens are ceil(len(body)/4), and
+// arguments {"echo":"hello"} (ScriptChatTools scripts other tool calls for
+// tool-loop tests), prompt tokens are ceil(len(body)/4), and
 // completion tokens count the chunks. Behaviour knobs (failures, hangs,
 // in-stream errors, per-chunk delay) are set through the Go API or per
 // request with X-Fake-* headers; every request is recorded.
@@ -127,6 +128,10 @@ type Server struct {
 	hangMode    HangMode
 	streamError StreamError
 	chunkDelay  time.Duration
+	// script, when scripted, drives chat answers (ScriptChatTools).
+	script    [][]ScriptedToolCall
+	scripted  bool
+	scriptPos int
 }
 
 // New builds a fake for family without listening; serve it with Start or
@@ -262,6 +267,7 @@ func (s *Server) Reset() {
 	s.requests = nil
 	s.failN, s.failStatus, s.retryAfter = 0, 0, ""
 	s.hangMode, s.streamError, s.chunkDelay = HangNone, StreamErrorNone, s.opts.ChunkDelay
+	s.script, s.scripted, s.scriptPos = nil, false, 0
 	s.mu.Unlock()
 	s.count.Store(0)
 	s.cancelled.Store(0)

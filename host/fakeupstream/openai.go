@@ -39,6 +39,10 @@ func (c *call) openAIUsage(p reply) map[string]any {
 }
 
 func (c *call) openAIChat() {
+	if turn, index, scripted := c.s.nextTurn(); scripted {
+		c.openAIScriptedChat(turn, index)
+		return
+	}
 	p := c.newReply(str(path(c.in, "tools", 0, "function", "name")), truthy(c.in["reasoning_effort"]))
 	model := str(c.in["model"])
 	const id = "chatcmpl-fake0001"

@@ -38,6 +38,9 @@ type call struct {
 	// cost is out.Cost broken down, valid once priced is set.
 	cost   CostBreakdown
 	priced bool
+	// capture, when set, receives the answer instead of the client (a
+	// model call of the gateway's tool loop); such calls never stream.
+	capture *[]byte
 }
 
 // attemptResult is a successful upstream exchange not yet sent to the client.
@@ -83,18 +86,31 @@ func (s *Service) handle(reqType, path string) fiber.Handler { return s.handleAs
 // provider ("" requires "<provider>/<model>").
 func (s *Service) handleAs(reqType, path, provider string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		return s.serve(c, reqType, path, defaultProvider(c.Body(), provider), nil, callerCredential(c))
+		body := defaultProvider(c.Body(), provider)
+		if s.wantsChatTools(reqType, body) {
+			return s.serveChatTools(c, path, body, callerCredential(c))
+		}
+		return s.serve(c, reqType, path, body, nil, callerCredential(c))
 	}
 }
 
 // serve runs one unified request through plugins and the plan; every
 // route, unified or drop-in, goes through here so none bypasses metering.
 func (s *Service) serve(c *fiber.Ctx, reqType, path string, body []byte, eg *egress, caller string) error {
+	return s.serveCaptured(c, reqType, path, body, caller, eg, nil)
+}
+
+// serveCaptured is serve whose non-streamed answer goes to *capture when
+// capture is set (the tool loop reads the model's answer).
+func (s *Service) serveCaptured(c *fiber.Ctx, reqType, path string, body []byte, caller string, eg *egress, capture *[]byte) error {
 	p, aerr := parseRequest(body)
 	if aerr != nil {
 		return aerr
 	}
-	cl := &call{reqType: reqType, path: path, p: p, eg: eg}
+	if capture != nil && p.stream {
+		return apierr.BadRequest("invalid_value", "stream", "a model call of the gateway's tool loop cannot stream")
+	}
+	cl := &call{reqType: reqType, path: path, p: p, eg: eg, capture: capture}
 	cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(),
 		// c.Path() points into the pooled request buffer, reused once the
 		// handler returns; the outcome outlives it (the log writer reads it
@@ -115,6 +131,11 @@ func (s *Service) serve(c *fiber.Ctx, reqType, path string, body []byte, eg *egr
 			return aerr
 		}
 		cl.out.Model, cl.out.Stream = p.model, p.stream
+		if capture != nil && p.stream {
+			aerr := apierr.BadRequest("invalid_value", "stream", "a plugin made a model call of the gateway's tool loop stream")
+			s.finishError(cl, aerr)
+			return aerr
+		}
 	}
 	cl.upstreamHeaders = pre.headers
 	cl.primary = p.plan.Targets[0]

@@ -280,6 +280,10 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	out = injectExtraFields(out, s.extraFields(cl))
 	cl.out.ResponseBody = out
 	s.record(cl)
+	if cl.capture != nil {
+		*cl.capture = out
+		return nil
+	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Status(http.StatusOK).Send(out)
 }
@@ -746,6 +750,11 @@ func (s *Service) respondShortCircuit(c *fiber.Ctx, cl *call, resp []byte) error
 		cl.out.Usage = u
 	}
 	cl.out.ResponseBody = resp
+	if cl.capture != nil {
+		s.record(cl)
+		*cl.capture = resp
+		return nil
+	}
 	if !cl.p.stream {
 		if cl.eg != nil {
 			return s.sendNative(c, cl, resp)

@@ -30,6 +30,9 @@ type Options struct {
 	// Pricer prices finished requests (Outcome.Cost, billed_usage.cost);
 	// nil leaves every cost unknown.
 	Pricer Pricer
+	// ChatTools, when set, adds tools to chat requests that carry its
+	// marker and may run the tool-call loop (the MCP gateway).
+	ChatTools ChatTools
 }
 
 // Service is the inference capability.
@@ -39,6 +42,8 @@ type Service struct {
 	creds      credentialCache
 	transports transportCache
 	now        func() time.Time
+	// chatToolsMarker is o.ChatTools.Marker(), read once.
+	chatToolsMarker []byte
 }
 
 // New builds the service.
@@ -52,7 +57,11 @@ func New(o Options) *Service {
 	if o.StreamBatchMax <= 0 {
 		o.StreamBatchMax = 64
 	}
-	return &Service{o: o, log: o.Log, now: time.Now}
+	s := &Service{o: o, log: o.Log, now: time.Now}
+	if o.ChatTools != nil {
+		s.chatToolsMarker = o.ChatTools.Marker()
+	}
+	return s
 }
 
 // Routes mounts the unified API on app.

@@ -65,6 +65,12 @@ func (s *Service) CallTool(ctx context.Context, client, tool string, args json.R
 	return s.callTool(ctx, "mcp", client, tool, args)
 }
 
+// CallToolUnrecorded is CallTool for a caller that logs the call itself
+// (the gateway's chat tool loop), so each call is logged once.
+func (s *Service) CallToolUnrecorded(ctx context.Context, client, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	return s.callTool(ctx, "", client, tool, args)
+}
+
 func (s *Service) callTool(ctx context.Context, route, client, tool string, args json.RawMessage) (res *mcp.CallToolResult, err error) {
 	start := s.now()
 	defer func() { s.record(start, route, client, tool, args, res, err) }()
@@ -189,7 +195,7 @@ func toolExtra() *apierr.ExtraFields {
 // record writes the call to the request logs: provider is the client name,
 // model the tool name.
 func (s *Service) record(start time.Time, route, client, tool string, args json.RawMessage, res *mcp.CallToolResult, err error) {
-	if s.o.Logs == nil {
+	if s.o.Logs == nil || route == "" {
 		return
 	}
 	rec := &logs.Record{Timestamp: start.UTC(), Object: RequestType, Route: route, Provider: client, Model: tool,

@@ -108,12 +108,17 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 		return err
 	}
 
+	if err := s.provisionMCPGateway(); err != nil {
+		return err
+	}
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
 		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain, Pricer: s.pricing,
-		Recorder: inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
+		Recorder:  inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
+		ChatTools: s.mcpgw,
 	})
 	s.inference.Routes(s.app)
+	s.mcpgw.Routes(s.app)
 	s.closers = append(s.closers, s.inference.Close)
 
 	// Async jobs go in the main store (fsync'd, and where webhook deliveries

@@ -23,6 +23,7 @@ import (
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/mcp"
+	"github.com/wasmgate/gateway/host/mcpgw"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/plugins/registry"
@@ -73,6 +74,9 @@ type Server struct {
 	// directory answers users' questions about teams and virtual keys
 	// (WithDirectory); governance provides it.
 	directory users.Directory
+	// mcpTools (WithMCPTools) backs mcpgw, set by provisionMCPGateway.
+	mcpTools mcpgw.ToolSource
+	mcpgw    *mcpgw.Service
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}

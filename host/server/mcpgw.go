@@ -1,0 +1,67 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmgate/gateway/host/mcp"
+	"github.com/wasmgate/gateway/host/mcpgw"
+)
+
+// mcpClientTools exposes the tools of the gateway's MCP clients (host/mcp)
+// to the MCP gateway (/mcp and the chat tool loop).
+type mcpClientTools struct{ svc *mcp.Service }
+
+func (m mcpClientTools) Tools(ctx context.Context) ([]mcpgw.Tool, error) {
+	ts, err := m.svc.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpgw.Tool, len(ts))
+	for i, t := range ts {
+		out[i] = mcpgw.Tool{Client: t.Client, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	}
+	return out, nil
+}
+
+func (m mcpClientTools) CallTool(ctx context.Context, client, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	if mcpgw.RecordedByLoop(ctx) {
+		return m.svc.CallToolUnrecorded(ctx, client, tool, args)
+	}
+	return m.svc.CallTool(ctx, client, tool, args)
+}
+
+// WithMCPTools sets the tools the MCP gateway (/mcp and the chat tool
+// loop) exposes; embedding hosts and tests use it. Without it the gateway
+// has no MCP tools until host/mcp's clients are wired in.
+func WithMCPTools(src mcpgw.ToolSource) Option {
+	return func(s *Server) { s.mcpTools = src }
+}
+
+// provisionMCPGateway builds the MCP gateway capability. Its chat hook must
+// exist before inference is built; /mcp is mounted on the app next to /v1
+// because its callers authenticate like inference callers.
+func (s *Server) provisionMCPGateway() error {
+	mc := s.cfg.MCPGateway
+	if s.mcpTools == nil && s.mcp != nil {
+		s.mcpTools = mcpClientTools{s.mcp}
+	}
+	gw, err := mcpgw.New(mcpgw.Options{
+		Tools: s.mcpTools, Log: s.log, ServerEnabled: mc.ServerEnabled,
+		DefaultMaxSteps: mc.DefaultMaxSteps, StepsLimit: mc.MaxSteps, ToolTimeout: mc.ToolTimeout.D(),
+		Version: Version, DisableLocalhostProtection: mc.DisableLocalhostProtection,
+		// Authenticate stays nil: /v1 has no caller auth yet; the virtual
+		// key check goes here when governance lands (docs/mcp-server.md).
+	})
+	if err != nil {
+		return err
+	}
+	s.mcpgw = gw
+	s.closers = append(s.closers, gw.Close)
+	return nil
+}
+
+// MCPGateway is the MCP gateway capability (/mcp, chat tool loop).
+func (s *Server) MCPGateway() *mcpgw.Service { return s.mcpgw }
