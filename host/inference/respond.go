@@ -577,6 +577,7 @@ func (s *Service) record(cl *call) {
 		o.RequestBody = cl.p.body
 		s.o.Recorder.Record(&o)
 	}
+	cl.settle()
 }
 
 // extraFields is the gateway's report added to a successful response. It is
