@@ -37,6 +37,9 @@ type call struct {
 	eg *egress
 	// ticket is the gate's reservation, settled once by record.
 	ticket Ticket
+	// cost is out.Cost broken down, valid once priced is set.
+	cost   CostBreakdown
+	priced bool
 }
 
 // attemptResult is a successful upstream exchange not yet sent to the client.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -572,6 +573,7 @@ func (s *Service) finishError(cl *call, e *apierr.Error) {
 }
 
 func (s *Service) record(cl *call) {
+	s.price(cl)
 	if s.o.Recorder != nil {
 		o := cl.out
 		o.RequestBody = cl.p.body
@@ -580,13 +582,44 @@ func (s *Service) record(cl *call) {
 	cl.settle()
 }
 
+// price sets the outcome's cost once, when its usage is final. A failed
+// request that consumed no tokens costs nothing (providers do not bill
+// rejected calls); one that streamed tokens before failing is priced.
+func (s *Service) price(cl *call) CostBreakdown {
+	if cl.priced {
+		return cl.cost
+	}
+	cl.priced = true
+	o := &cl.out
+	if s.o.Pricer == nil {
+		return cl.cost
+	}
+	if o.Err != nil && o.Usage.PromptTokens == 0 && o.Usage.CompletionTokens == 0 {
+		o.Cost, o.CostKnown = 0, true
+		return cl.cost
+	}
+	model := o.ResolvedModel
+	if model == "" {
+		model = o.Model
+	}
+	cl.cost, o.CostKnown = s.o.Pricer.Price(o.Provider, model, o.Usage)
+	o.Cost = cl.cost.Total
+	return cl.cost
+}
+
+// appendUSD writes a dollar amount rounded to 1e-10 USD, which hides
+// float noise (0.30000000000000004) and is far below any real price.
+func appendUSD(b []byte, v float64) []byte {
+	return strconv.AppendFloat(b, math.Round(v*1e10)/1e10, 'f', -1, 64)
+}
+
 // extraFields is the gateway's report added to a successful response. It is
 // written by hand: it runs on every request and encoding/json's reflection
 // cost several microseconds here.
 func (s *Service) extraFields(cl *call) []byte {
 	lat := float64(s.now().Sub(cl.out.Start).Microseconds()) / 1000
 	u := cl.out.Usage
-	b := make([]byte, 0, 640)
+	b := make([]byte, 0, 1024)
 	str := func(k, v string) {
 		b = append(b, '"')
 		b = append(b, k...)
@@ -625,11 +658,47 @@ func (s *Service) extraFields(cl *call) []byte {
 	num("completion_tokens", u.CompletionTokens)
 	b = append(b, ',')
 	num("total_tokens", u.TotalTokens)
+	// The details are parts of the totals (see Usage); text is the rest.
 	b = append(b, `,"prompt_tokens_details":{`...)
+	num("text_tokens", max(u.PromptTokens-u.CachedReadTokens-u.CachedWriteTokens-u.AudioInputTokens-u.ImageTokens, 0))
+	b = append(b, ',')
+	num("audio_tokens", u.AudioInputTokens)
+	b = append(b, ',')
+	num("image_tokens", u.ImageTokens)
+	b = append(b, ',')
 	num("cached_read_tokens", u.CachedReadTokens)
+	b = append(b, ',')
+	num("cached_write_tokens", u.CachedWriteTokens)
 	b = append(b, `},"completion_tokens_details":{`...)
+	num("text_tokens", max(u.CompletionTokens-u.ReasoningTokens-u.AudioOutputTokens, 0))
+	b = append(b, ',')
+	num("audio_tokens", u.AudioOutputTokens)
+	b = append(b, ',')
 	num("reasoning_tokens", u.ReasoningTokens)
-	return append(b, "}}}"...)
+	b = append(b, '}')
+	if u.WebSearchRequests > 0 {
+		b = append(b, `,"tool_usage":{"web_search":{`...)
+		num("num_requests", u.WebSearchRequests)
+		b = append(b, "}}"...)
+	}
+	// cost is left out when the model has no known price: a 0 would read
+	// as free.
+	if cost := s.price(cl); cl.out.CostKnown {
+		b = append(b, `,"cost":{"input_tokens_cost":`...)
+		b = appendUSD(b, cost.Input)
+		b = append(b, `,"output_tokens_cost":`...)
+		b = appendUSD(b, cost.Output)
+		b = append(b, `,"reasoning_tokens_cost":`...)
+		b = appendUSD(b, cost.Reasoning)
+		b = append(b, `,"citation_tokens_cost":0,"search_queries_cost":`...)
+		b = appendUSD(b, cost.Search)
+		b = append(b, `,"request_cost":`...)
+		b = appendUSD(b, cost.Request)
+		b = append(b, `,"total_cost":`...)
+		b = appendUSD(b, cost.Total)
+		b = append(b, '}')
+	}
+	return append(b, "}}"...)
 }
 
 // injectExtraFields adds "extra_fields" as the last member of a JSON object

@@ -30,6 +30,9 @@ type Options struct {
 	// Gate admits each request before a provider is called (governance);
 	// nil admits everything.
 	Gate Gate
+	// Pricer prices finished requests (Outcome.Cost, billed_usage.cost);
+	// nil leaves every cost unknown.
+	Pricer Pricer
 }
 
 // Service is the inference capability.

@@ -11,6 +11,8 @@ import (
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/plugins/registry"
+	"github.com/wasmgate/gateway/host/pricing"
+	"github.com/wasmgate/gateway/host/promptrepo"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
@@ -79,9 +81,22 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.logs.Routes(api)
 
+	// Pricing before inference: every finished request is priced.
+	s.pricing, err = pricing.New(ctx, pricing.Options{Store: s.store, Now: s.now})
+	if err != nil {
+		return err
+	}
+	s.pricing.Routes(api)
+
+	prompts, err := promptrepo.New(promptrepo.Options{Store: s.store, Now: s.now})
+	if err != nil {
+		return err
+	}
+	prompts.Routes(api)
+
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
-		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain,
+		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain, Pricer: s.pricing,
 		Recorder: inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
 	})
 	s.inference.Routes(s.app)
@@ -104,6 +119,10 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	s.closers = append(s.closers, s.async.Close)
 	return nil
 }
+
+// Pricing is the pricing capability: Cost prices a provider's model for a
+// usage (governance reserves and settles budgets with it).
+func (s *Server) Pricing() *pricing.Service { return s.pricing }
 
 // Async is the async-jobs capability (/v1/async/*).
 func (s *Server) Async() *asyncjobs.Service { return s.async }

@@ -20,6 +20,7 @@ func (r logRecorder) Record(o *inference.Outcome) {
 		Stream: o.Stream, PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens,
 		TotalTokens: o.Usage.TotalTokens, CachedReadTokens: o.Usage.CachedReadTokens, ReasoningTokens: o.Usage.ReasoningTokens,
 		KeyID: o.KeyID, VirtualKeyID: o.VirtualKeyID, IsFallback: o.IsFallback, FallbackIndex: o.FallbackIndex, Retries: o.Retries,
+		Cost: o.Cost,
 	}
 	if o.Err != nil {
 		rec.Error = &logs.ErrorInfo{Type: o.Err.Type, Code: o.Err.Detail.Code, Message: o.Err.Detail.Message}

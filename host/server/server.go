@@ -25,6 +25,7 @@ import (
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/plugins/registry"
+	"github.com/wasmgate/gateway/host/pricing"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/secret"
 	"github.com/wasmgate/gateway/host/webhooks"
@@ -61,6 +62,8 @@ type Server struct {
 	plugins *registry.Service
 	// async is set by provisionCapabilities and started once every route is mounted.
 	async *asyncjobs.Service
+	// pricing is set by provisionCapabilities.
+	pricing *pricing.Service
 	// now is the clock handed to capabilities that take one (WithClock).
 	now func() time.Time
 
