@@ -47,22 +47,25 @@ func Defaults() map[string]any {
 		"vault.cache_ttl":                       "5m",
 		"vault.timeout":                         "5s",
 		"client.webhook_config.delivery_history_retention_days": 30,
-		"logs.enabled":           true,
-		"logs.capture_content":   false,
-		"logs.max_content_bytes": 32 << 10,
-		"logs.retention_days":    30,
-		"logs.queue_size":        8192,
-		"logs.batch_size":        512,
-		"logs.flush_interval":    "100ms",
-		"logs.enqueue_timeout":   "1s",
-		"logs.max_scan_records":  100000,
-		"async.workers":          8,
-		"async.result_ttl":       "1h",
-		"async.job_timeout":      "10m",
-		"async.max_attempts":     3,
-		"async.prune_interval":   "1m",
-		"async.prune_grace":      "1m",
-		"async.tombstone_ttl":    "24h",
+		"logs.enabled":                         true,
+		"logs.capture_content":                 false,
+		"logs.max_content_bytes":               32 << 10,
+		"logs.retention_days":                  30,
+		"logs.queue_size":                      8192,
+		"logs.batch_size":                      512,
+		"logs.flush_interval":                  "100ms",
+		"logs.enqueue_timeout":                 "1s",
+		"logs.max_scan_records":                100000,
+		"async.workers":                        8,
+		"async.result_ttl":                     "1h",
+		"async.job_timeout":                    "10m",
+		"async.max_attempts":                   3,
+		"async.prune_interval":                 "1m",
+		"async.prune_grace":                    "1m",
+		"async.tombstone_ttl":                  "24h",
+		"governance.require_virtual_key":       false,
+		"governance.default_completion_tokens": 1024,
+		"governance.counter_flush_interval":    "1s",
 	}
 }
 
@@ -278,6 +281,12 @@ func (c *Config) Validate() error {
 	}
 	c.validateLogs(bad)
 	c.validateAsync(bad)
+	if g := c.Governance; g.DefaultCompletionTokens < 1 || g.DefaultCompletionTokens > 10_000_000 {
+		bad("governance.default_completion_tokens", "must be between 1 and 10000000 (got %d)", g.DefaultCompletionTokens)
+	}
+	if d := c.Governance.CounterFlushInterval.D(); d < 10*time.Millisecond || d > time.Hour {
+		bad("governance.counter_flush_interval", "must be between 10ms and 1h (got %s)", d)
+	}
 	return errors.Join(errs...)
 }
 

@@ -108,9 +108,10 @@ func (s *Service) serve(c *fiber.Ctx, reqType, path string, body []byte, eg *egr
 		return aerr
 	}
 	// A path that ends without recording (none should) must not keep its
-	// reservation; a stream settles when its writer finishes instead.
+	// reservation. A stream settles when its writer (already running on
+	// its own goroutine) finishes, so its ticket is not touched here.
 	defer func() {
-		if cl.ticket != nil && !c.Response().IsBodyStream() {
+		if !c.Response().IsBodyStream() && cl.ticket != nil {
 			cl.settle()
 		}
 	}()

@@ -88,6 +88,10 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.pricing.Routes(api)
 
+	if err := s.provisionGovernance(ctx, api); err != nil {
+		return err
+	}
+
 	prompts, err := promptrepo.New(promptrepo.Options{Store: s.store, Now: s.now})
 	if err != nil {
 		return err
@@ -97,6 +101,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
 		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain, Pricer: s.pricing,
+		Gate:     s.governance,
 		Recorder: inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
 	})
 	s.inference.Routes(s.app)
