@@ -86,12 +86,12 @@ func (s *Service) Admit(ctx context.Context, a *inference.Admission) (inference.
 			t.estCost = toNano(usd)
 		}
 	}
-	t.add("vk/"+e.vk.ID, e.vk.Budget, e.vk.RateLimit, now)
+	t.add(&e.counterKeys[0], e.vk.Budget, e.vk.RateLimit, now)
 	if e.team != nil {
-		t.add("team/"+e.team.ID, e.team.Budget, e.team.RateLimit, now)
+		t.add(&e.counterKeys[1], e.team.Budget, e.team.RateLimit, now)
 	}
 	if e.customer != nil {
-		t.add("customer/"+e.customer.ID, e.customer.Budget, e.customer.RateLimit, now)
+		t.add(&e.counterKeys[2], e.customer.Budget, e.customer.RateLimit, now)
 	}
 	if t.n == 0 {
 		return t, nil
@@ -145,9 +145,11 @@ func (e *entry) allows(targets []routing.Target) *apierr.Error {
 	return nil
 }
 
+var completionFields = [...]string{"max_tokens", "max_completion_tokens", "max_output_tokens"}
+
 // completionEstimate is the request's completion cap, else the default.
 func (s *Service) completionEstimate(body []byte) int64 {
-	for _, f := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
+	for _, f := range completionFields {
 		if n, ok := jsonx.IntField(body, f); ok && n > 0 {
 			return n
 		}
@@ -156,18 +158,18 @@ func (s *Service) completionEstimate(body []byte) int64 {
 }
 
 // add appends one level's charges.
-func (t *ticket) add(prefix string, b *Budget, r *RateLimit, now time.Time) {
+func (t *ticket) add(keys *[3]string, b *Budget, r *RateLimit, now time.Time) {
 	if b != nil {
 		start, _ := b.ResetPeriod.window(now)
-		t.push(kindBudget, counters.Charge{Key: prefix + "/budget", Window: start, Limit: toNano(b.MaxLimit), Amount: t.estCost})
+		t.push(kindBudget, counters.Charge{Key: keys[0], Window: start, Limit: toNano(b.MaxLimit), Amount: t.estCost})
 	}
 	if r != nil && r.RequestMaxLimit > 0 {
 		start, _ := r.RequestResetPeriod.window(now)
-		t.push(kindRequests, counters.Charge{Key: prefix + "/requests", Window: start, Limit: r.RequestMaxLimit, Amount: 1})
+		t.push(kindRequests, counters.Charge{Key: keys[1], Window: start, Limit: r.RequestMaxLimit, Amount: 1})
 	}
 	if r != nil && r.TokenMaxLimit > 0 {
 		start, _ := r.TokenResetPeriod.window(now)
-		t.push(kindTokens, counters.Charge{Key: prefix + "/tokens", Window: start, Limit: r.TokenMaxLimit, Amount: t.estTokens})
+		t.push(kindTokens, counters.Charge{Key: keys[2], Window: start, Limit: r.TokenMaxLimit, Amount: t.estTokens})
 	}
 }
 

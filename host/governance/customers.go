@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -210,5 +209,3 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
-
-func timePtr(t time.Time) *time.Time { return &t }

@@ -134,6 +134,13 @@ type entry struct {
 	team      *Team
 	customer  *Customer
 	providers map[string]*providerRule // nil: every provider
+	// counterKeys are the budget, requests and tokens counter names of the
+	// key, its team and its customer, built once here rather than per request.
+	counterKeys [3][3]string
+}
+
+func counterKeys(prefix string) [3]string {
+	return [3]string{prefix + "/budget", prefix + "/requests", prefix + "/tokens"}
 }
 
 type providerRule struct {
@@ -173,6 +180,7 @@ func (s *Service) refresh(ctx context.Context) error {
 			vk := &vks[i]
 			sn.keys[vk.ID] = vk
 			e := &entry{vk: vk}
+			e.counterKeys[0] = counterKeys("vk/" + vk.ID)
 			if _, err := hexDecode32(vk.Hash, &e.hash); err != nil {
 				return fmt.Errorf("virtual key %s: %w", vk.ID, err)
 			}
@@ -183,6 +191,12 @@ func (s *Service) refresh(ctx context.Context) error {
 				}
 			} else if vk.CustomerID != "" {
 				e.customer = sn.customers[vk.CustomerID]
+			}
+			if e.team != nil {
+				e.counterKeys[1] = counterKeys("team/" + e.team.ID)
+			}
+			if e.customer != nil {
+				e.counterKeys[2] = counterKeys("customer/" + e.customer.ID)
 			}
 			if len(vk.ProviderConfigs) > 0 {
 				e.providers = map[string]*providerRule{}

@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -168,10 +169,18 @@ func (s *Service) updateTeam(c *fiber.Ctx) error {
 		return apierr.Unauthorized("management_api_key_required",
 			"team update accepts only a management API key as Authorization: Bearer (sessions, Basic credentials and x-api-key are refused)")
 	}
-	id := c.Params("id")
+	out, err := s.associate(c.UserContext(), c.Params("id"), c.Body())
+	if err != nil {
+		return err
+	}
+	return c.JSON(out)
+}
+
+// associate applies a team update body to team id.
+func (s *Service) associate(ctx context.Context, id string, body []byte) (*teamUpdateResponse, error) {
 	var in teamUpdate
-	if e := apierr.DecodeJSON(c.Body(), &in); e != nil {
-		return e
+	if e := apierr.DecodeJSON(body, &in); e != nil {
+		return nil, e
 	}
 	var want []string
 	if in.CustomerID.Set && deref(in.CustomerID.V) != "" {
@@ -180,14 +189,14 @@ func (s *Service) updateTeam(c *fiber.Ctx) error {
 	if in.CustomerIDs.Set {
 		for i, cid := range deref(in.CustomerIDs.V) {
 			if strings.TrimSpace(cid) == "" {
-				return fieldErr(fmt.Sprintf("customer_ids[%d]", i), "must not be empty")
+				return nil, fieldErr(fmt.Sprintf("customer_ids[%d]", i), "must not be empty")
 			}
 			want = append(want, cid)
 		}
 	}
 	associating := in.CustomerID.Set || in.CustomerIDs.Set
 	var t Team
-	err := s.st.Update(c.UserContext(), func(tx store.Tx) error {
+	err := s.st.Update(ctx, func(tx store.Tx) error {
 		var err error
 		if t, err = store.GetJSON[Team](tx, nsTeams, id); err != nil {
 			return err
@@ -240,17 +249,17 @@ func (s *Service) updateTeam(c *fiber.Ctx) error {
 		return err
 	})
 	if err != nil {
-		return storeErr(err, "team", id)
+		return nil, storeErr(err, "team", id)
 	}
-	out := teamUpdateResponse{ID: t.ID, Name: t.Name, Team: t}
+	out := &teamUpdateResponse{ID: t.ID, Name: t.Name, Team: t}
 	if associating {
 		out.AttachedCustomerIDs = t.CustomerIDs
 	}
-	if rerr := s.refreshAfterWrite(c.UserContext()); rerr != nil && associating {
+	if rerr := s.refreshAfterWrite(ctx); rerr != nil && associating {
 		out.Warning = "the customer association was saved, but refreshing the cached team scope failed; " +
 			"derived scope may lag until the next reload"
 	}
-	return c.JSON(out)
+	return out, nil
 }
 
 // detachCustomer is DELETE /api/teams/{id}/customers/{customerId}.
