@@ -86,8 +86,8 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 	var team struct{ Team struct{ ID string } }
 	_ = json.Unmarshal(body, &team)
 	code, body = p.do("POST", "/api/governance/virtual-keys", map[string]any{"name": "e2e", "team_id": team.Team.ID,
-		"budget":     map[string]any{"max_limit": 10, "reset_period": "month"},
-		"rate_limit": map[string]any{"request_max_limit": 1000, "request_reset_period": "day"},
+		"budget":           map[string]any{"max_limit": 10, "reset_period": "month"},
+		"rate_limit":       map[string]any{"request_max_limit": 1000, "request_reset_period": "day"},
 		"provider_configs": []map[string]any{{"provider": "openai"}, {"provider": "anthropic"}}})
 	if code != 201 {
 		t.Fatalf("create vk: %d %s", code, body)
