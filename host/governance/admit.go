@@ -7,7 +7,10 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/inference"
@@ -52,24 +55,9 @@ var _ inference.Gate = (*Service)(nil)
 
 // Admit implements inference.Gate.
 func (s *Service) Admit(ctx context.Context, a *inference.Admission) (inference.Ticket, *apierr.Error) {
-	cred := a.VirtualKeyHeader
-	switch {
-	case cred != "":
-	case isVirtualKey(a.APIKeyHeader):
-		cred = a.APIKeyHeader
-	case isVirtualKey(a.Bearer):
-		cred = a.Bearer
-	}
-	if cred == "" {
-		if s.require {
-			return nil, apierr.Unauthorized("virtual_key_required",
-				"a virtual key is required (governance.require_virtual_key): send it as Authorization: Bearer, x-api-key or x-gw-vk")
-		}
-		return nil, nil
-	}
 	now := s.now()
-	e, aerr := s.lookup(cred, now)
-	if aerr != nil {
+	e, aerr := s.caller(a.VirtualKeyHeader, a.APIKeyHeader, a.Bearer, now)
+	if aerr != nil || e == nil {
 		return nil, aerr
 	}
 	if aerr := e.allows(a.Targets); aerr != nil {
@@ -104,6 +92,40 @@ func (s *Service) Admit(ctx context.Context, a *inference.Admission) (inference.
 		return nil, t.refusal(refused, now)
 	}
 	return t, nil
+}
+
+// caller picks the virtual key among the presented credentials (x-gw-vk,
+// then an sk-gw- x-api-key, then an sk-gw- bearer) and looks it up. A nil
+// entry with a nil error is a request without a virtual key.
+func (s *Service) caller(vkHeader, apiKey, bearer string, now time.Time) (*entry, *apierr.Error) {
+	cred := vkHeader
+	switch {
+	case cred != "":
+	case isVirtualKey(apiKey):
+		cred = apiKey
+	case isVirtualKey(bearer):
+		cred = bearer
+	}
+	if cred == "" {
+		if s.require {
+			return nil, apierr.Unauthorized("virtual_key_required",
+				"a virtual key is required (governance.require_virtual_key): send it as Authorization: Bearer, x-api-key or x-gw-vk")
+		}
+		return nil, nil
+	}
+	return s.lookup(cred, now)
+}
+
+// CheckCaller refuses a request whose virtual key is unknown, disabled or
+// expired (or missing when required) without reserving anything; async
+// submit uses it so a bad key fails at once, not when the job runs.
+func (s *Service) CheckCaller(c *fiber.Ctx) *apierr.Error {
+	bearer := ""
+	if a := c.Get(fiber.HeaderAuthorization); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		bearer = strings.TrimSpace(a[7:])
+	}
+	_, aerr := s.caller(c.Get(inference.HeaderVirtualKey), c.Get("x-api-key"), bearer, s.now())
+	return aerr
 }
 
 // lookup finds an active, unexpired virtual key by its value.

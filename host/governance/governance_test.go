@@ -598,3 +598,31 @@ func TestMissingPermissionIs403(t *testing.T) {
 		testgw.WantEnvelope(t, e.g.Do(rt[0], rt[1], `{"name":"x"}`), 403, "missing_permission")
 	}
 }
+
+func TestAsyncSubmitChecksTheVirtualKey(t *testing.T) {
+	e := start(t, "")
+	id, value := e.createKey(t, map[string]any{"name": "async"})
+	testgw.WantEnvelope(t, e.g.Do("POST", "/v1/async/chat/completions", chat, hdr("x-gw-vk", "sk-gw-unknown")), 401, "invalid_virtual_key")
+	r := e.g.Do("POST", "/v1/async/chat/completions", chat, hdr("x-gw-vk", value))
+	if r.Status != 202 {
+		t.Fatalf("submit: %d %s", r.Status, r.Body)
+	}
+	url, _ := r.Map(t)["result_url"].(string)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		m := e.g.Do("GET", url, nil, hdr("x-gw-vk", value)).Map(t)
+		if m["status"] == "completed" {
+			break
+		}
+		if m["status"] == "failed" || time.Now().After(deadline) {
+			t.Fatalf("job: %v", m)
+		}
+	}
+	if err := e.g.Server.Logs().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.g.Expect(200, "GET", "/api/logs?virtual_key_ids="+id, nil).Map(t); m["total_count"] != 1.0 {
+		t.Fatalf("the job did not run under the virtual key: %v", m)
+	}
+	e.g.Expect(200, "PUT", "/api/governance/virtual-keys/"+id, map[string]any{"is_active": false})
+	testgw.WantEnvelope(t, e.g.Do("POST", "/v1/async/chat/completions", chat, bearer(value)), 401, "virtual_key_disabled")
+}

@@ -116,6 +116,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 		Workers: ac.Workers, ResultTTL: ac.ResultTTL.D(), JobTimeout: ac.JobTimeout.D(),
 		MaxAttempts: ac.MaxAttempts, PruneInterval: ac.PruneInterval.D(),
 		PruneGrace: ac.PruneGrace.D(), TombstoneTTL: ac.TombstoneTTL.D(),
+		CheckCaller: s.governance.CheckCaller,
 	})
 	if err != nil {
 		return err
