@@ -66,7 +66,13 @@ func (s *Service) Admit(ctx context.Context, a *inference.Admission) (inference.
 	t := &ticket{s: s, e: e}
 	primary := a.Targets[0]
 	prompt := int64(len(a.Body)) / 4
-	completion := s.completionEstimate(a.Body)
+	completion := int64(0)
+	switch a.RequestType {
+	case inference.TypeEmbedding, inference.TypeRerank, inference.TypeCountTokens:
+		// These answer no generated tokens: only the input is billed.
+	default:
+		completion = s.completionEstimate(a.Body)
+	}
 	t.estTokens = prompt + completion
 	if s.pricer != nil {
 		if usd, ok := s.pricer.Cost(primary.Provider, primary.Model, inference.Usage{

@@ -150,3 +150,33 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	})
 }
+
+// TestEstimate checks the reservation estimate: body bytes / 4 prompt
+// tokens, plus max_tokens (or its aliases, or the default) for generating
+// request types and nothing for embeddings.
+func TestEstimate(t *testing.T) {
+	s := newService(t)
+	vk := putKey(t, s)
+	body := []byte(`{"model":"openai/gpt-4o-mini","max_completion_tokens":100,"input":"0123456789012345678901234567"}`)
+	for _, c := range []struct {
+		typ  string
+		body []byte
+		want int64
+	}{
+		{inference.TypeChat, body, int64(len(body))/4 + 100},
+		{inference.TypeChat, []byte(`{"max_output_tokens":7}`), 23/4 + 7},
+		{inference.TypeChat, []byte(`{}`), 0 + 1024},
+		{inference.TypeEmbedding, body, int64(len(body)) / 4},
+	} {
+		a := admission(vk)
+		a.RequestType, a.Body = c.typ, c.body
+		tk, aerr := s.Admit(context.Background(), a)
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		if got := tk.(*ticket).estTokens; got != c.want {
+			t.Errorf("%s %s: estimate %d, want %d", c.typ, c.body, got, c.want)
+		}
+		tk.Settle(&inference.Outcome{})
+	}
+}
