@@ -31,7 +31,7 @@ test: build
 	cd examples/wasm-guardrail && $(GO) test $(TESTFLAGS) ./...
 
 # Node packages the tests run against (pinned by package-lock.json files).
-NPM_TEST_DIRS := host/webhooks/testdata/verifier cmd/gateway/testdata/sdk host/inference/convert/testdata/sdk
+NPM_TEST_DIRS := host/webhooks/testdata/verifier cmd/gateway/testdata/sdk host/inference/convert/testdata/sdk host/mcp/testdata/oidc
 test-deps:
 	@command -v node >/dev/null || (apt-get update && apt-get install -y nodejs npm)
 	@for d in $(NPM_TEST_DIRS); do echo "npm ci $$d"; npm ci --no-audit --no-fund --prefix $$d >/dev/null || exit 1; done

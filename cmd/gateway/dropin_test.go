@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -288,19 +289,74 @@ func TestFrameworkClients(t *testing.T) {
 					t.Errorf("%s streamed argument deltas = %v", client, get(out, client, "streamArgs"))
 				}
 				for _, f := range []string{"input", "output", "streamInput", "streamOutput"} {
-					if client == "langchainAnthropic" && f == "streamInput" && !strings.HasPrefix(model, "anthropic/") {
-						// ChatAnthropic reads input tokens from message_start
-						// only; a translated stream knows them at the end and
-						// sends them in message_delta (docs/dropin.md, Limits).
-						// An Anthropic upstream's events pass as sent.
-						continue
-					}
 					if n, _ := get(out, client, f).(float64); n <= 0 {
 						t.Errorf("%s %s = %v", client, f, get(out, client, f))
 					}
 				}
 			}
+			checkLangChainAnthropicUsage(t, p, model, out)
 		})
+	}
+}
+
+// checkLangChainAnthropicUsage checks the exact token counts LangChain's
+// ChatAnthropic reports for a stream against what the wire carried and
+// what the upstream reported (the request log keeps the upstream's
+// count). ChatAnthropic takes input tokens from message_start only and
+// adds message_start's and message_delta's output tokens.
+func checkLangChainAnthropicUsage(t *testing.T, p *proc, model string, out map[string]any) {
+	t.Helper()
+	lc := func(f string) int64 { n, _ := get(out, "langchainAnthropic", f).(float64); return int64(n) }
+	wire := func(f string) int64 { n, _ := get(out, "langchainAnthropicWire", f).(float64); return int64(n) }
+	if lc("streamInput") != wire("startInput") || lc("streamOutput") != wire("startOutput")+wire("deltaOutput") {
+		t.Errorf("LangChain reports %d in / %d out; the wire carried %v", lc("streamInput"), lc("streamOutput"), out["langchainAnthropicWire"])
+	}
+	// The upstream's own count, as metered.
+	var real struct{ prompt, completion int64 }
+	deadline := time.Now().Add(10 * time.Second)
+	for real.prompt == 0 && time.Now().Before(deadline) {
+		_, raw := p.do("GET", "/api/logs?limit=200", nil)
+		var l struct {
+			Logs []struct {
+				Route            string `json:"route"`
+				Model            string `json:"model"`
+				Stream           bool   `json:"stream"`
+				PromptTokens     int64  `json:"prompt_tokens"`
+				CompletionTokens int64  `json:"completion_tokens"`
+			} `json:"logs"`
+		}
+		_ = json.Unmarshal(raw, &l)
+		for _, r := range l.Logs {
+			if r.Route == "/langchain/anthropic/v1/messages" && r.Model == model && r.Stream {
+				real.prompt, real.completion = r.PromptTokens, r.CompletionTokens
+			}
+		}
+		if real.prompt == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if real.prompt == 0 {
+		t.Fatalf("no logged LangChain stream for %s", model)
+	}
+	t.Logf("%s: LangChain %d in / %d out; wire %v; upstream %d / %d", model, lc("streamInput"), lc("streamOutput"), out["langchainAnthropicWire"], real.prompt, real.completion)
+	if wire("deltaOutput") != real.completion || lc("streamOutput") != real.completion+wire("startOutput") {
+		t.Errorf("output tokens: message_delta %d, LangChain %d, upstream %d", wire("deltaOutput"), lc("streamOutput"), real.completion)
+	}
+	if strings.HasPrefix(model, "anthropic/") {
+		// Passed through: message_start carries the upstream's count.
+		if lc("streamInput") != real.prompt {
+			t.Errorf("LangChain input tokens %d, upstream %d", lc("streamInput"), real.prompt)
+		}
+		return
+	}
+	// Translated: message_delta carries the upstream's count (which the
+	// Anthropic SDKs read), message_start the gateway's estimate, which
+	// must be near it (within a factor of 2).
+	if wire("deltaInput") != real.prompt {
+		t.Errorf("message_delta carried %d input tokens, the upstream reported %d", wire("deltaInput"), real.prompt)
+	}
+	if est := lc("streamInput"); est*2 < real.prompt || est > real.prompt*2 {
+		t.Errorf("LangChain input tokens %d (estimate), upstream %d", est, real.prompt)
 	}
 }
 

@@ -17,7 +17,9 @@ func sensitive(name string) bool {
 		}
 	}
 	switch n {
-	case "value", "key", "headers", "extra_headers":
+	// env: environment of stdio MCP servers, whose variable names say
+	// nothing about whether they hold a secret.
+	case "value", "key", "headers", "extra_headers", "env":
 		return true
 	}
 	return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,6 +72,23 @@ func validScope(s string) bool {
 	return ok && res != "" && op != "" && !strings.ContainsAny(s, " \t")
 }
 
+// scopeWithin reports whether holder may hand out scope sc: a key minted by a
+// user or another key never carries more than its creator. Wildcards need
+// the same or a wider wildcard, conservatively.
+func scopeWithin(holder []string, sc string) bool {
+	if slices.Contains(holder, "*") {
+		return true
+	}
+	if sc == "*" {
+		return false
+	}
+	res, op, _ := strings.Cut(sc, ":")
+	if op == "*" {
+		return slices.ContainsFunc(holder, func(h string) bool { return strings.EqualFold(h, res+":*") })
+	}
+	return Allows(holder, Perm(res, op))
+}
+
 func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	var req createAPIKeyRequest
 	if e := apierr.DecodeJSON(c.Body(), &req); e != nil {
@@ -87,6 +105,14 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 		if !validScope(sc) {
 			return apierr.BadRequest("invalid_value", fmt.Sprintf("scopes[%d]", i),
 				fmt.Sprintf(`scope %q must be "Resource:Operation", "Resource:*" or "*"`, sc))
+		}
+	}
+	if p := FromCtx(c); p != nil && !p.Bypass {
+		for i, sc := range req.Scopes {
+			if !scopeWithin(p.Scopes, sc) {
+				return apierr.Forbidden("privilege_escalation",
+					fmt.Sprintf("scope %q is not within this credential's own permissions", sc)).WithParam(fmt.Sprintf("scopes[%d]", i))
+			}
 		}
 	}
 	if req.ExpiresAt != nil && !req.ExpiresAt.After(s.now()) {

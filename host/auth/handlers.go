@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -31,7 +32,8 @@ func (s *Service) isAuthEnabled(c *fiber.Ctx) error {
 	valid := false
 	if s.AuthEnabled() {
 		if tok := bearerOrCookie(c); tok != "" {
-			valid = s.sessionPrincipal(c.UserContext(), tok) != nil
+			p, err := s.sessionPrincipal(c.UserContext(), tok)
+			valid = err == nil && p != nil
 		}
 	}
 	return c.JSON(fiber.Map{
@@ -48,8 +50,10 @@ func bearerOrCookie(c *fiber.Ctx) string {
 	return c.Cookies(SessionCookie)
 }
 
+// loginRequest is the local admin's username or a user's email, and the password.
 type loginRequest struct {
 	Username string `json:"username"`
+	Email    string `json:"email"`
 	Password string `json:"password"`
 }
 
@@ -65,23 +69,54 @@ func (s *Service) login(c *fiber.Ctx) error {
 	if e := apierr.DecodeJSON(c.Body(), &req); e != nil {
 		return e
 	}
-	if req.Username == "" {
-		return apierr.BadRequest("missing_field", "username", "username is required")
+	if req.Username == "" && req.Email == "" {
+		return apierr.BadRequest("missing_field", "email", "email (or username for the local admin) is required")
 	}
 	if req.Password == "" {
 		return apierr.BadRequest("missing_field", "password", "password is required")
 	}
-	if !s.checkAdmin(req.Username, req.Password) {
-		s.throttle.fail(client)
-		return apierr.Unauthorized("invalid_credentials", "invalid username or password")
+	kind, subject, err := s.checkLogin(c.UserContext(), req)
+	if err != nil {
+		return apierr.Internal(err)
 	}
-	tok, exp, err := s.createSession(c.UserContext(), "admin", req.Username)
+	if subject == "" {
+		s.throttle.fail(client)
+		return apierr.Unauthorized("invalid_credentials", "invalid username, email or password")
+	}
+	tok, exp, err := s.createSession(c.UserContext(), kind, subject)
 	if err != nil {
 		return apierr.Internal(err)
 	}
 	c.Cookie(&fiber.Cookie{Name: SessionCookie, Value: tok, Path: "/", Expires: exp,
 		HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https"})
-	return c.JSON(fiber.Map{"token": tok, "expires_at": exp.Format(time.RFC3339)})
+	out := fiber.Map{"token": tok, "expires_at": exp.Format(time.RFC3339)}
+	if kind == string(KindUser) {
+		out["user_id"] = subject
+	}
+	return c.JSON(out)
+}
+
+// checkLogin returns the session kind and subject of valid credentials, or
+// an empty subject. A username is the local admin's first; when it is not
+// and looks like an email it is tried as a user's, so one login form serves
+// both. An email field is only ever a user's.
+func (s *Service) checkLogin(ctx context.Context, req loginRequest) (kind, subject string, err error) {
+	if req.Username != "" && s.checkAdmin(req.Username, req.Password) {
+		return "admin", req.Username, nil
+	}
+	email := req.Email
+	if email == "" && strings.Contains(req.Username, "@") {
+		email = req.Username
+	}
+	acc := s.userAccounts()
+	if email == "" || acc == nil {
+		return "", "", nil
+	}
+	id, ok, err := acc.Login(ctx, email, req.Password)
+	if err != nil || !ok {
+		return "", "", err
+	}
+	return string(KindUser), id, nil
 }
 
 func (s *Service) logout(c *fiber.Ctx) error {

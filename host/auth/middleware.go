@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,11 @@ func (s *Service) Authenticate(c *fiber.Ctx) (*Principal, *apierr.Error) {
 				"x-api-key is not accepted on management APIs; use Authorization with a management API key, session token or admin credentials")
 		}
 		if tok := c.Cookies(SessionCookie); tok != "" {
-			if p := s.sessionPrincipal(c.UserContext(), tok); p != nil {
+			p, err := s.sessionPrincipal(c.UserContext(), tok)
+			if err != nil {
+				return nil, apierr.Internal(err)
+			}
+			if p != nil {
 				return p, nil
 			}
 		}
@@ -113,7 +118,10 @@ func (s *Service) Authenticate(c *fiber.Ctx) (*Principal, *apierr.Error) {
 		case strings.HasPrefix(cred, APIKeyPrefix):
 			p = s.apiKeyPrincipal(c.UserContext(), cred)
 		case strings.HasPrefix(cred, SessionPrefix):
-			p = s.sessionPrincipal(c.UserContext(), cred)
+			var err error
+			if p, err = s.sessionPrincipal(c.UserContext(), cred); err != nil {
+				return nil, apierr.Internal(err)
+			}
 		default:
 			p = s.passwordPrincipal(cred)
 		}
@@ -172,16 +180,17 @@ func tooManyAttempts(wait time.Duration) *apierr.Error {
 // session is a persisted dashboard session, keyed by the token's hash.
 type session struct {
 	Subject   string    `json:"subject"`
-	Kind      string    `json:"kind"` // "admin" or "setup"
+	Kind      string    `json:"kind"` // "admin", "user" (Subject is the user id) or "setup"
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-func (s *Service) lookupSession(ctx context.Context, tok, kind string) *session {
+// lookupSession returns the live session of tok when its kind is one of kinds.
+func (s *Service) lookupSession(ctx context.Context, tok string, kinds ...string) *session {
 	var out *session
 	_ = s.st.View(ctx, func(tx store.Tx) error {
 		v, err := store.GetJSON[session](tx, nsSessions, tokenHash(tok))
-		if err == nil && v.Kind == kind && s.now().Before(v.ExpiresAt) {
+		if err == nil && slices.Contains(kinds, v.Kind) && s.now().Before(v.ExpiresAt) {
 			out = &v
 		}
 		return nil
@@ -189,12 +198,20 @@ func (s *Service) lookupSession(ctx context.Context, tok, kind string) *session 
 	return out
 }
 
-func (s *Service) sessionPrincipal(ctx context.Context, tok string) *Principal {
-	sess := s.lookupSession(ctx, tok, "admin")
-	if sess == nil || sess.Subject != s.admin.Load().Username {
-		return nil
+// sessionPrincipal resolves a dashboard session token: the admin's (which
+// bypasses permission checks) or a user's (permissions from their role).
+// A nil principal with a nil error means the token is not valid.
+func (s *Service) sessionPrincipal(ctx context.Context, tok string) (*Principal, error) {
+	sess := s.lookupSession(ctx, tok, "admin", string(KindUser))
+	switch {
+	case sess == nil:
+		return nil, nil
+	case sess.Kind == string(KindUser):
+		return s.userPrincipal(ctx, sess)
+	case sess.Subject != s.admin.Load().Username:
+		return nil, nil
 	}
-	return &Principal{Kind: KindSession, Subject: sess.Subject, Bypass: true}
+	return &Principal{Kind: KindSession, Subject: sess.Subject, Bypass: true}, nil
 }
 
 func (s *Service) validSetupSession(ctx context.Context, tok string) bool {

@@ -39,6 +39,14 @@ func (t *Table) Rows() []RouteInfo {
 	return out
 }
 
+// Len returns the number of registered routes; cheap enough to ask on
+// every request (callers cache what they derive from Rows by it).
+func (t *Table) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.rows)
+}
+
 func (t *Table) add(r RouteInfo) {
 	t.mu.Lock()
 	t.rows = append(t.rows, r)

@@ -77,6 +77,8 @@ type Service struct {
 	throttle   *throttle
 
 	admin atomic.Pointer[adminState]
+	// accounts is the user directory (SetAccounts); nil until set.
+	accounts atomic.Pointer[Accounts]
 	// basicOK caches successful password checks (bcrypt is deliberately
 	// slow) under an HMAC of the credentials with a per-process key.
 	cacheKey [32]byte

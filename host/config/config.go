@@ -59,6 +59,11 @@ type Config struct {
 	Logs       Logs       `koanf:"logs" json:"logs"`
 	Async      Async      `koanf:"async" json:"async"`
 	Governance Governance `koanf:"governance" json:"governance"`
+	// MCPExternalClientURL is the public base URL of the gateway used as
+	// the OAuth redirect_uri base for MCP servers; the request Host when unset.
+	MCPExternalClientURL string `koanf:"mcp_external_client_url" json:"mcp_external_client_url,omitempty"`
+	// MCPClientConfig tunes the MCP client capability (host/mcp).
+	MCPClientConfig MCPClientConfig `koanf:"mcp_client_config" json:"mcp_client_config"`
 
 	// Entities holds the raw entity sections by name ("providers", ...).
 	Entities map[string]json.RawMessage `koanf:"-" json:"-"`
@@ -177,6 +182,25 @@ type Governance struct {
 	// CounterFlushInterval is how often budget and rate-limit usage is
 	// written to the store; a kill -9 loses at most this much settled usage.
 	CounterFlushInterval Duration `koanf:"counter_flush_interval" json:"counter_flush_interval"`
+}
+
+// MCPClientConfig tunes MCP clients and their server-level OAuth.
+type MCPClientConfig struct {
+	// AllowPrivateNetwork lets MCP connection strings and OAuth endpoints
+	// reach loopback and private addresses (local MCP servers, tests).
+	AllowPrivateNetwork bool `koanf:"allow_private_network" json:"allow_private_network"`
+	// AllowStdio allows stdio MCP clients, which run a command on the gateway host.
+	AllowStdio bool `koanf:"allow_stdio" json:"allow_stdio"`
+	// ConnectTimeout bounds connecting to an MCP server and listing its tools.
+	ConnectTimeout Duration `koanf:"connect_timeout" json:"connect_timeout"`
+	// ToolTimeout bounds one tool call.
+	ToolTimeout Duration `koanf:"tool_timeout" json:"tool_timeout"`
+	// OAuthFlowTTL is how long an authorize URL (its state) stays valid.
+	OAuthFlowTTL Duration `koanf:"oauth_flow_ttl" json:"oauth_flow_ttl"`
+	// RefreshInterval is how often the background refresher looks for
+	// tokens about to expire; RefreshBefore is how close to expiry it acts.
+	RefreshInterval Duration `koanf:"refresh_interval" json:"refresh_interval"`
+	RefreshBefore   Duration `koanf:"refresh_before" json:"refresh_before"`
 }
 
 // Addr is host:port for the listener.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -47,25 +48,32 @@ func Defaults() map[string]any {
 		"vault.cache_ttl":                       "5m",
 		"vault.timeout":                         "5s",
 		"client.webhook_config.delivery_history_retention_days": 30,
-		"logs.enabled":                         true,
-		"logs.capture_content":                 false,
-		"logs.max_content_bytes":               32 << 10,
-		"logs.retention_days":                  30,
-		"logs.queue_size":                      8192,
-		"logs.batch_size":                      512,
-		"logs.flush_interval":                  "100ms",
-		"logs.enqueue_timeout":                 "1s",
-		"logs.max_scan_records":                100000,
-		"async.workers":                        8,
-		"async.result_ttl":                     "1h",
-		"async.job_timeout":                    "10m",
-		"async.max_attempts":                   3,
-		"async.prune_interval":                 "1m",
-		"async.prune_grace":                    "1m",
-		"async.tombstone_ttl":                  "24h",
-		"governance.require_virtual_key":       false,
-		"governance.default_completion_tokens": 1024,
-		"governance.counter_flush_interval":    "1s",
+		"logs.enabled":                            true,
+		"logs.capture_content":                    false,
+		"logs.max_content_bytes":                  32 << 10,
+		"logs.retention_days":                     30,
+		"logs.queue_size":                         8192,
+		"logs.batch_size":                         512,
+		"logs.flush_interval":                     "100ms",
+		"logs.enqueue_timeout":                    "1s",
+		"logs.max_scan_records":                   100000,
+		"async.workers":                           8,
+		"async.result_ttl":                        "1h",
+		"async.job_timeout":                       "10m",
+		"async.max_attempts":                      3,
+		"async.prune_interval":                    "1m",
+		"async.prune_grace":                       "1m",
+		"async.tombstone_ttl":                     "24h",
+		"mcp_client_config.allow_private_network": false,
+		"mcp_client_config.allow_stdio":           true,
+		"mcp_client_config.connect_timeout":       "15s",
+		"mcp_client_config.tool_timeout":          "60s",
+		"mcp_client_config.oauth_flow_ttl":        "15m",
+		"mcp_client_config.refresh_interval":      "30s",
+		"mcp_client_config.refresh_before":        "5m",
+		"governance.require_virtual_key":          false,
+		"governance.default_completion_tokens":    1024,
+		"governance.counter_flush_interval":       "1s",
 	}
 }
 
@@ -287,7 +295,29 @@ func (c *Config) Validate() error {
 	if d := c.Governance.CounterFlushInterval.D(); d < 10*time.Millisecond || d > time.Hour {
 		bad("governance.counter_flush_interval", "must be between 10ms and 1h (got %s)", d)
 	}
+	c.validateMCP(bad)
 	return errors.Join(errs...)
+}
+
+func (c *Config) validateMCP(bad func(key, format string, a ...any)) {
+	if u := c.MCPExternalClientURL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || pu.RawQuery != "" || pu.Fragment != "" {
+			bad("mcp_external_client_url", "must be an absolute http(s) URL without query or fragment (got %q)", u)
+		}
+	}
+	m := c.MCPClientConfig
+	for key, d := range map[string]Duration{
+		"mcp_client_config.connect_timeout": m.ConnectTimeout, "mcp_client_config.tool_timeout": m.ToolTimeout,
+		"mcp_client_config.oauth_flow_ttl": m.OAuthFlowTTL, "mcp_client_config.refresh_interval": m.RefreshInterval,
+	} {
+		if d.D() < 100*time.Millisecond {
+			bad(key, "must be at least 100ms (got %s)", d.D())
+		}
+	}
+	if m.RefreshBefore < 0 {
+		bad("mcp_client_config.refresh_before", "must not be negative")
+	}
 }
 
 func (c *Config) validateAsync(bad func(key, format string, a ...any)) {

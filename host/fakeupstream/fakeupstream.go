@@ -145,6 +145,7 @@ func New(family Family, opts Options) *Server {
 		s.routesGemini()
 	case Bedrock:
 		s.routesBedrock()
+		s.routesBedrockInvoke()
 	case Cohere:
 		s.routesCohere()
 	default:

@@ -626,3 +626,24 @@ func TestAsyncSubmitChecksTheVirtualKey(t *testing.T) {
 	e.g.Expect(200, "PUT", "/api/governance/virtual-keys/"+id, map[string]any{"is_active": false})
 	testgw.WantEnvelope(t, e.g.Do("POST", "/v1/async/chat/completions", chat, bearer(value)), 401, "virtual_key_disabled")
 }
+
+// TestUsersListingsSeeGovernance checks the wiring of host/users' directory
+// to governance: its team-member and virtual-key-user listings know the
+// teams and keys created here.
+func TestUsersListingsSeeGovernance(t *testing.T) {
+	e := start(t, "")
+	team := e.create(t, "/api/governance/teams", map[string]any{"name": "ml"}, "team")
+	id, _ := e.createKey(t, map[string]any{"name": "k"})
+	if m := e.g.Expect(200, "GET", "/api/governance/teams/"+team+"/members", nil).Map(t); m["members"] == nil {
+		t.Fatalf("members: %v", m)
+	}
+	if m := e.g.Expect(200, "GET", "/api/governance/virtual-keys/"+id+"/users", nil).Map(t); m["count"] != 0.0 {
+		t.Fatalf("users: %v", m)
+	}
+	if r := e.g.Do("GET", "/api/governance/teams/nope/members", nil); r.Status != 404 {
+		t.Fatalf("unknown team members: %d %s", r.Status, r.Body)
+	}
+	if r := e.g.Do("GET", "/api/governance/virtual-keys/nope/users", nil); r.Status != 404 {
+		t.Fatalf("unknown key users: %d %s", r.Status, r.Body)
+	}
+}

@@ -54,6 +54,9 @@ type wire struct {
 	// failed stream (Google sends its error object); otherwise the egress
 	// hook gets an error chunk and emits the wire's error event.
 	streamErrorData func(e *apierr.Error) []byte
+	// invoke, on Bedrock InvokeModel routes, is the native body shape:
+	// stream events are framed as {"bytes": base64} chunks.
+	invoke invokeFormat
 }
 
 var (
@@ -110,6 +113,8 @@ type egress struct {
 	// encode, when set, replaces egress_response: the host's own mapping
 	// for native APIs no adapter hook covers (embeddings).
 	encode func(unified []byte) ([]byte, error)
+	// invoke, on Bedrock InvokeModel routes, picks each attempt's body.
+	invoke *invokeCall
 }
 
 // codec finds the ingress/egress adapter of a wire.
@@ -216,6 +221,11 @@ func (s *Service) native(c *fiber.Ctx, w *wire, in []byte, reqType string) error
 		return eg.fail(c, adapterError(codec, "ingress_request", err))
 	}
 	path := "/chat/completions"
+	if stream, _ := jsonx.BoolField(unified, "stream"); stream && w.module == "anthropic" && reqType == TypeChat {
+		// message_start goes out before a translated upstream reports
+		// usage: it carries an estimate (dropin_usage.go).
+		eg.state = anthropicStreamSeed(unified)
+	}
 	if reqType == TypeCountTokens {
 		// Counting never streams, whatever the native body said.
 		unified, _ = removeFields(unified, []string{"stream", "stream_options"})
@@ -350,6 +360,10 @@ func frameNative(w *wire, ev []byte) []byte {
 	}
 	data := ev[s:e]
 	name, _ := jsonx.StringField(ev, "event")
+	if w.invoke != invokeNone {
+		exc, _ := jsonx.StringField(ev, "exception")
+		return invokeFrame(w, unescape(name), unescape(exc), data)
+	}
 	if !w.eventStream {
 		return sse.AppendEvent(nil, unescape(name), data)
 	}
@@ -370,6 +384,10 @@ func frameNative(w *wire, ev []byte) []byte {
 // event order (Anthropic's input tokens in message_start). Bedrock events
 // arrive AWS-framed and decoded, so they are re-encoded instead.
 func sameWire(cl *call, res *attemptResult) bool {
+	if cl.eg != nil && cl.eg.invoke != nil {
+		// An InvokeModel passthrough: the events are the model's own.
+		return res.reqType == TypeInvoke
+	}
 	if cl.eg == nil || cl.eg.w.eventStream || res.passthrough || res.conv != nil {
 		return false
 	}
@@ -435,15 +453,17 @@ func (s *Service) nativeRoutes(r fiber.Router) {
 	r.Post("/cohere/v2/rerank", s.cohereRerank)
 	r.Post("/bedrock/model/:modelId/converse", s.nativeChat(wireBedrock, bedrockInput(false)))
 	r.Post("/bedrock/model/:modelId/converse-stream", s.nativeChat(wireBedrock, bedrockInput(true)))
+	r.Post("/bedrock/model/:modelId/invoke", s.bedrockInvoke(false))
+	r.Post("/bedrock/model/:modelId/invoke-with-response-stream", s.bedrockInvoke(true))
 }
 
 // openAIRoutes mounts the OpenAI-shaped API under prefix; bare model names
 // default to provider.
 func (s *Service) openAIRoutes(r fiber.Router, prefix, provider string) {
-	r.Post(prefix+"/chat/completions", s.handleAs(TypeChat, "/chat/completions", provider))
-	r.Post(prefix+"/completions", s.handleAs(TypeCompletion, "/completions", provider))
-	r.Post(prefix+"/responses", s.handleAs(TypeResponses, "/responses", provider))
-	r.Post(prefix+"/embeddings", s.handleAs(TypeEmbedding, "/embeddings", provider))
+	r.Post(prefix+"/chat/completions", s.handleDropIn(TypeChat, "/chat/completions", provider))
+	r.Post(prefix+"/completions", s.handleDropIn(TypeCompletion, "/completions", provider))
+	r.Post(prefix+"/responses", s.handleDropIn(TypeResponses, "/responses", provider))
+	r.Post(prefix+"/embeddings", s.handleDropIn(TypeEmbedding, "/embeddings", provider))
 	r.Get(prefix+"/models", s.listModels)
 }
 
@@ -615,6 +635,11 @@ func (s *Service) cohereEmbed(c *fiber.Ctx) error {
 // serveNative runs a unified request built by the host for a native route
 // and answers through eg.
 func (s *Service) serveNative(c *fiber.Ctx, eg *egress, reqType, path string, unified []byte) error {
+	fb, aerr := nativeFallbacks(c, c.Body())
+	if aerr != nil {
+		return eg.fail(c, aerr)
+	}
+	unified = withFallbacks(unified, fb)
 	err := s.serve(c, reqType, path, defaultProvider(unified, eg.w.provider), eg, callerCredential(c))
 	if e, ok := err.(*apierr.Error); ok && e != nil {
 		return eg.fail(c, e)

@@ -282,14 +282,22 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	var conv *conversion
 	effType := cl.reqType
 	passthrough := adapter.Passthrough() && openAIWireType(cl.reqType)
+	baseType, baseBody := cl.reqType, cl.p.body
+	if cl.eg != nil && cl.eg.invoke != nil {
+		// Bedrock InvokeModel: the native body or the unified request.
+		if baseType, baseBody, err = cl.eg.invoke.request(ctx, tgt, baseType, baseBody); err != nil {
+			return nil, &attemptError{err: apierr.As(err)}
+		}
+		passthrough = passthrough && baseType != TypeInvoke
+	}
 	if passthrough {
-		body, ok := jsonx.SetStringField(cl.p.body, "model", resolved)
+		body, ok := jsonx.SetStringField(baseBody, "model", resolved)
 		if !ok {
 			return nil, &attemptError{err: apierr.BadRequest("invalid_json", "", "request body is not valid JSON")}
 		}
 		spec = &UpstreamRequest{Method: http.MethodPost, Path: cl.path, Body: body, Stream: cl.p.stream}
 	} else {
-		reqType, body := cl.reqType, cl.p.body
+		reqType, body := baseType, baseBody
 		if needsConversion(cl.reqType, adapter, false) {
 			body, conv, err = toChat(cl.reqType, cl.p.body, tgt.Model, cl.p.stream)
 			if err != nil {

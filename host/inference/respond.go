@@ -219,7 +219,8 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	out := body
 	if !res.passthrough {
 		hdr := map[string]string{}
-		for _, k := range []string{"x-request-id", "request-id", "x-amzn-requestid"} {
+		for _, k := range []string{"x-request-id", "request-id", "x-amzn-requestid",
+			"x-amzn-bedrock-input-token-count", "x-amzn-bedrock-output-token-count"} {
 			if v := res.resp.Header.Get(k); v != "" {
 				hdr[k] = v
 			}
@@ -428,7 +429,7 @@ func (em *streamEmitter) run() *apierr.Error {
 		}
 		if em.nativePass {
 			for _, ev := range res.heldEvents {
-				em.write(sseLine(ev))
+				em.write(em.passLine(ev))
 			}
 		}
 		streamErr = em.chunks(held, false)
@@ -466,7 +467,7 @@ func (em *streamEmitter) run() *apierr.Error {
 			}
 			if em.nativePass {
 				for _, ev := range batch {
-					em.write(sseLine(ev))
+					em.write(em.passLine(ev))
 				}
 			}
 			if cerr := em.chunks(chunks, end || streamErr != nil); cerr != nil && streamErr == nil {

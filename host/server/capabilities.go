@@ -10,10 +10,12 @@ import (
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
+	"github.com/wasmgate/gateway/host/mcp"
 	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/pricing"
 	"github.com/wasmgate/gateway/host/promptrepo"
 	"github.com/wasmgate/gateway/host/providers"
+	"github.com/wasmgate/gateway/host/users"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -23,6 +25,19 @@ import (
 // dependency order, registers its routes and its clean-up. Each capability
 // owns its handlers, logic and store access in its own package under host/.
 func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) error {
+	// Users first: user sessions authenticate through it.
+	// Teams and virtual keys belong to governance, provisioned later.
+	dir := s.directory
+	if dir == nil {
+		dir = governanceDirectory{s}
+	}
+	us, err := users.New(users.Options{Store: s.store, Routes: s.routes, Directory: dir, Log: s.log, Now: s.now})
+	if err != nil {
+		return err
+	}
+	s.auth.SetAccounts(us)
+	us.Routes(api)
+
 	prov, err := providers.New(ctx, providers.Options{Store: s.store, Secrets: s.secrets, Log: s.log})
 	if err != nil {
 		return err
@@ -98,6 +113,10 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	prompts.Routes(api)
 
+	if err := s.provisionMCP(ctx, api); err != nil {
+		return err
+	}
+
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
 		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain, Pricer: s.pricing,
@@ -125,6 +144,31 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	s.closers = append(s.closers, s.async.Close)
 	return nil
 }
+
+// provisionMCP opens the MCP client capability: clients, their tools and
+// server-level OAuth (/api/mcp, /api/oauth, /v1/mcp). It needs the request
+// logger for tool-call records.
+func (s *Server) provisionMCP(ctx context.Context, api *auth.Router) error {
+	mc := s.cfg.MCPClientConfig
+	svc, err := mcp.New(ctx, mcp.Options{
+		Store: s.store, Log: s.log, Secrets: s.secrets, Logs: s.logs,
+		ConfigEntries: s.cfg.Entities["mcp_clients"], ExternalURL: s.cfg.MCPExternalClientURL,
+		AllowPrivateNetwork: mc.AllowPrivateNetwork, AllowStdio: mc.AllowStdio,
+		ConnectTimeout: mc.ConnectTimeout.D(), ToolTimeout: mc.ToolTimeout.D(), FlowTTL: mc.OAuthFlowTTL.D(),
+		RefreshInterval: mc.RefreshInterval.D(), RefreshBefore: mc.RefreshBefore.D(), Now: s.now,
+	})
+	if err != nil {
+		return err
+	}
+	s.mcp = svc
+	s.closers = append(s.closers, svc.Close)
+	svc.Routes(api)
+	svc.InferenceRoutes(s.app)
+	return nil
+}
+
+// MCP is the MCP client capability (tools of connected MCP servers).
+func (s *Server) MCP() *mcp.Service { return s.mcp }
 
 // Pricing is the pricing capability: Cost prices a provider's model for a
 // usage (governance reserves and settles budgets with it).

@@ -37,3 +37,25 @@ func (s *Server) provisionGovernance(ctx context.Context, api *auth.Router) erro
 
 // Governance is the governance capability (virtual keys, teams, customers).
 func (s *Server) Governance() *governance.Service { return s.governance }
+
+// governanceDirectory answers host/users' questions about teams and virtual
+// keys from governance. Users are provisioned first (sessions authenticate
+// through them), so it reaches governance through the server once that is
+// provisioned; before that every team and key is unknown.
+type governanceDirectory struct{ s *Server }
+
+// TeamName implements users.Directory.
+func (d governanceDirectory) TeamName(ctx context.Context, id string) (string, bool, error) {
+	if d.s.governance == nil {
+		return "", false, nil
+	}
+	return d.s.governance.TeamName(ctx, id)
+}
+
+// VirtualKeyExists implements users.Directory.
+func (d governanceDirectory) VirtualKeyExists(ctx context.Context, id string) (bool, error) {
+	if d.s.governance == nil {
+		return false, nil
+	}
+	return d.s.governance.VirtualKeyExists(ctx, id)
+}

@@ -23,12 +23,14 @@ import (
 	"github.com/wasmgate/gateway/host/governance"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
+	"github.com/wasmgate/gateway/host/mcp"
 	"github.com/wasmgate/gateway/host/metrics"
 	"github.com/wasmgate/gateway/host/notify"
 	"github.com/wasmgate/gateway/host/plugins/registry"
 	"github.com/wasmgate/gateway/host/pricing"
 	"github.com/wasmgate/gateway/host/providers"
 	"github.com/wasmgate/gateway/host/secret"
+	"github.com/wasmgate/gateway/host/users"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -63,6 +65,8 @@ type Server struct {
 	plugins *registry.Service
 	// async is set by provisionCapabilities and started once every route is mounted.
 	async *asyncjobs.Service
+	// mcp is the MCP client capability, set by provisionCapabilities.
+	mcp *mcp.Service
 	// pricing is set by provisionCapabilities.
 	pricing *pricing.Service
 	// governance is set by provisionGovernance; govPricer overrides its
@@ -71,6 +75,9 @@ type Server struct {
 	govPricer  governance.Pricer
 	// now is the clock handed to capabilities that take one (WithClock).
 	now func() time.Time
+	// directory answers users' questions about teams and virtual keys
+	// (WithDirectory); governance provides it.
+	directory users.Directory
 
 	stopBg  context.CancelFunc
 	bgDone  chan struct{}
@@ -96,6 +103,13 @@ func WithClock(now func() time.Time) Option {
 // bundled catalog (tests use fixed prices).
 func WithGovernancePricer(p governance.Pricer) Option {
 	return func(s *Server) { s.govPricer = p }
+}
+
+// WithDirectory sets what host/users asks about teams and virtual keys
+// (membership listings and assignments); without one every team and virtual
+// key is unknown to it.
+func WithDirectory(d users.Directory) Option {
+	return func(s *Server) { s.directory = d }
 }
 
 // New provisions every capability from cfg. On error nothing is left running.

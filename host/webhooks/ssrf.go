@@ -1,108 +1,20 @@
 package webhooks
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
-	"syscall"
 	"time"
+
+	"github.com/wasmgate/gateway/host/netguard"
 )
 
-// blockedPrefixes are the non-public ranges a receiver without
-// allow_private_network may not reach. netip's Is* helpers cover loopback,
-// RFC 1918, ULA, link-local and multicast; these add the rest.
-var blockedPrefixes = mustPrefixes(
-	"0.0.0.0/8",       // "this network"
-	"100.64.0.0/10",   // carrier-grade NAT
-	"169.254.0.0/16",  // link-local, cloud metadata 169.254.169.254
-	"192.0.0.0/24",    // IETF protocol assignments
-	"192.0.2.0/24",    // TEST-NET-1
-	"192.88.99.0/24",  // 6to4 relay anycast
-	"198.18.0.0/15",   // benchmarking
-	"198.51.100.0/24", // TEST-NET-2
-	"203.0.113.0/24",  // TEST-NET-3
-	"240.0.0.0/4",     // reserved, includes broadcast
-	"::/96",           // unspecified, loopback and IPv4-compatible forms
-	"64:ff9b:1::/48",  // local-use NAT64
-	"100::/64",        // discard-only
-	"2001:db8::/32",   // documentation
-	"2001::/32",       // Teredo: tunnels to arbitrary IPv4
-	"fc00::/7",        // unique local, includes fd00::/8
-	"fec0::/10",       // deprecated site-local
-	"fe80::/10",       // link-local
-	"ff00::/8",        // multicast
-)
-
-// Prefixes whose addresses embed an IPv4 address that is judged instead.
-var (
-	nat64Prefix     = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFourPrefix = netip.MustParsePrefix("2002::/16")
-)
-
-func mustPrefixes(ss ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(ss))
-	for i, s := range ss {
-		out[i] = netip.MustParsePrefix(s)
-	}
-	return out
-}
-
-// blockedAddr reports whether ip is loopback, private, link-local,
-// multicast, unspecified or otherwise reserved. IPv4-mapped IPv6 addresses
-// are judged as the IPv4 address they carry, and so are the IPv4 addresses
-// embedded in NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses, because
-// a dial to those forms reaches the embedded IPv4 host.
-func blockedAddr(ip netip.Addr) bool {
-	ip = ip.Unmap().WithZone("")
-	if !ip.IsValid() {
-		return true
-	}
-	if ip.Is6() {
-		b := ip.As16()
-		switch {
-		case nat64Prefix.Contains(ip):
-			return blockedAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
-		case sixToFourPrefix.Contains(ip):
-			return blockedAddr(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
-		}
-	}
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() ||
-		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() {
-		return true
-	}
-	for _, p := range blockedPrefixes {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
+// blockedAddr reports whether ip is non-public (see netguard.Blocked).
+func blockedAddr(ip netip.Addr) bool { return netguard.Blocked(ip) }
 
 // BlockedAddressError is returned when a delivery would connect to a
 // non-public address and the endpoint does not allow private networks.
-type BlockedAddressError struct {
-	Addr string
-}
-
-func (e *BlockedAddressError) Error() string {
-	return fmt.Sprintf("refused to connect to %s: private or reserved address (set allow_private_network on the endpoint to allow it)", e.Addr)
-}
-
-// guardControl runs after name resolution, on the exact address about to be
-// dialled, so a host name that resolves (or re-resolves) to a private
-// address cannot slip past a check made earlier.
-func guardControl(_ string, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return &BlockedAddressError{Addr: address}
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || blockedAddr(ip) {
-		return &BlockedAddressError{Addr: host}
-	}
-	return nil
-}
+type BlockedAddressError = netguard.BlockedAddressError
 
 // newTransport builds the delivery transport. Proxies from the environment
 // are ignored: through a proxy the dial check would vet the proxy, not the
@@ -110,7 +22,7 @@ func guardControl(_ string, address string, _ syscall.RawConn) error {
 func newTransport(guard bool) *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if guard {
-		d.Control = guardControl
+		d.Control = netguard.Control
 	}
 	return &http.Transport{
 		Proxy:                 nil,

@@ -192,6 +192,13 @@ type egressState struct {
 	usage usageCounts
 	// gotUsage: a usage chunk arrived, so message_delta can go out.
 	gotUsage, done bool
+	// estimate is the host's estimate of the input tokens (state "e",
+	// seeded before the first batch): message_start carries it when the
+	// first chunk has no usage, as upstreams that report usage only at
+	// the end (OpenAI's include_usage) do. message_delta then carries the
+	// real count, which the Anthropic SDKs read; clients that read input
+	// tokens from message_start only (LangChain) see the estimate.
+	estimate int64
 }
 
 func (s *egressState) decode(b []byte) error {
@@ -219,6 +226,8 @@ func (s *egressState) decode(b []byte) error {
 			s.gotUsage = true
 		case "d":
 			s.done = true
+		case "e":
+			s.estimate, _ = intOf(v)
 		}
 		return true
 	}) {
@@ -253,6 +262,9 @@ func (s *egressState) encode() []byte {
 	}
 	if s.done {
 		e.kint("d", 1)
+	}
+	if s.estimate > 0 && !s.started {
+		e.kint("e", s.estimate)
 	}
 	e.endObj()
 	return e.b
@@ -351,8 +363,14 @@ func egressChunk(w *eventWriter, st *egressState, ch []byte) error {
 		w.e.key("stop_sequence")
 		w.e.null()
 		w.e.key("usage")
-		// Usage is only known at the end; message_delta repeats it whole.
-		usageCounts{}.writeNative(&w.e)
+		// Usage is mostly known only at the end (message_delta repeats
+		// it whole); until then the input count is the host's estimate.
+		start := usageCounts{input: st.estimate}
+		if u := get(ch, "usage"); isObject(u) {
+			start = readUnifiedUsage(u)
+			start.output = 0
+		}
+		start.writeNative(&w.e)
 		w.e.endObj()
 		w.end()
 	}

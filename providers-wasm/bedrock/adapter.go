@@ -52,6 +52,7 @@ func (*Adapter) Manifest() pluginsdk.Manifest {
 			pluginsdk.CapabilityRequestPrefix + pluginsdk.RequestChat,
 			pluginsdk.CapabilityRequestPrefix + pluginsdk.RequestListModels,
 			pluginsdk.CapabilityRequestPrefix + pluginsdk.RequestEmbedding,
+			pluginsdk.CapabilityRequestPrefix + RequestInvoke,
 		},
 	}
 }

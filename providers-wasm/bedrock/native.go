@@ -34,6 +34,7 @@ type cvRequest struct {
 	System          []cvContent `json:"system"`
 	InferenceConfig *struct {
 		MaxTokens     *int64   `json:"maxTokens"`
+		MaxNewTokens  *int64   `json:"max_new_tokens"` // Nova's InvokeModel spelling
 		Temperature   *float64 `json:"temperature"`
 		TopP          *float64 `json:"topP"`
 		StopSequences []string `json:"stopSequences"`
@@ -137,6 +138,8 @@ func (*Adapter) IngressRequest(in []byte) (pluginsdk.Output, error) {
 	if ic := r.InferenceConfig; ic != nil {
 		if ic.MaxTokens != nil {
 			u["max_tokens"] = *ic.MaxTokens
+		} else if ic.MaxNewTokens != nil {
+			u["max_tokens"] = *ic.MaxNewTokens
 		}
 		if ic.Temperature != nil {
 			u["temperature"] = *ic.Temperature

@@ -79,6 +79,8 @@ func (*Adapter) AdaptRequest(in []byte) (pluginsdk.Output, error) {
 		out, err = listModelsRequest(r)
 	case pluginsdk.RequestEmbedding:
 		out, err = embeddingRequest(r)
+	case RequestInvoke:
+		out, err = invokeRequest(r)
 	default:
 		err = badRequest("request type " + strconv.Quote(r.requestType) + " is not supported by the Bedrock adapter")
 	}

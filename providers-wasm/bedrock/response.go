@@ -49,6 +49,9 @@ func (*Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
 		out, err = listModelsResponse(strValue(in, "provider"), body)
 	case pluginsdk.RequestEmbedding:
 		out, err = embeddingResponse(model, body)
+	case RequestInvoke:
+		h, _ := field(in, "headers")
+		out = invokeResponse(h, body)
 	default:
 		err = badUpstream("request type " + strconv.Quote(rt) + " is not supported")
 	}

@@ -105,6 +105,15 @@ func exceptionStatus(name string) int {
 // AdaptStream maps a batch of ConverseStream events to chat.completion.chunk
 // objects.
 func (*Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) {
+	if v, ok := field(in.State, "invoke"); ok && string(v) == "true" {
+		if len(in.Batch) == 0 {
+			return invokeStream(in.State, []byte("[]"))
+		}
+		if !validJSON(in.Batch) {
+			return pluginsdk.Output{}, badUpstream("stream batch is not a JSON array of events")
+		}
+		return invokeStream(in.State, in.Batch)
+	}
 	st, err := parseState(in.State)
 	if err != nil {
 		return pluginsdk.Output{}, err

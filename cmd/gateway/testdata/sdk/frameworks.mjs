@@ -46,11 +46,32 @@ async function langchain(chat) {
   };
 }
 
+// tapFetch records the usage the Anthropic stream carried on the wire
+// (message_start and message_delta), so the test can check what LangChain
+// reports against it.
+const wire = {};
+async function tapFetch(url, init) {
+  const resp = await fetch(url, init);
+  if (!(resp.headers.get("content-type") ?? "").startsWith("text/event-stream")) return resp;
+  const [mine, theirs] = resp.body.tee();
+  (async () => {
+    const text = await new Response(mine).text();
+    for (const line of text.split("\n")) {
+      if (!line.startsWith("data: ")) continue;
+      const ev = JSON.parse(line.slice(6));
+      if (ev.type === "message_start") Object.assign(wire, { startInput: ev.message.usage.input_tokens, startOutput: ev.message.usage.output_tokens });
+      if (ev.type === "message_delta") Object.assign(wire, { deltaInput: ev.usage.input_tokens, deltaOutput: ev.usage.output_tokens });
+    }
+  })();
+  return new Response(theirs, { status: resp.status, statusText: resp.statusText, headers: resp.headers });
+}
+
 const openai = createOpenAI({ baseURL: gw + "/openai/v1", apiKey: "caller-key" });
 out.vercelChat = await vercel(openai.chat(model));
 out.vercelResponses = await vercel(openai(model));
 const anthropic = createAnthropic({ baseURL: gw + "/anthropic/v1", apiKey: "caller-key" });
 out.vercelAnthropic = await vercel(anthropic(model));
 out.langchainOpenAI = await langchain(new ChatOpenAI({ model, apiKey: "caller-key", maxRetries: 0, configuration: { baseURL: gw + "/langchain/v1" } }));
-out.langchainAnthropic = await langchain(new ChatAnthropic({ model, apiKey: "caller-key", maxRetries: 0, anthropicApiUrl: gw + "/langchain/anthropic" }));
+out.langchainAnthropic = await langchain(new ChatAnthropic({ model, apiKey: "caller-key", maxRetries: 0, anthropicApiUrl: gw + "/langchain/anthropic", clientOptions: { fetch: tapFetch } }));
+out.langchainAnthropicWire = wire;
 console.log(JSON.stringify(out));
