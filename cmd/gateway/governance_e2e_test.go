@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// call sends a request to the gateway with exactly the given headers (no
+// govCall sends a request to the gateway with exactly the given headers (no
 // setup token), returning status and body.
-func call(t *testing.T, p *proc, method, path, body string, headers map[string]string) (int, []byte) {
+func govCall(t *testing.T, p *proc, method, path, body string, headers map[string]string) (int, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -52,7 +52,7 @@ type quotaView struct {
 
 func quotaOf(t *testing.T, p *proc, vk string) quotaView {
 	t.Helper()
-	code, body := call(t, p, "GET", "/api/governance/virtual-keys/quota", "", map[string]string{"Authorization": "Bearer " + vk})
+	code, body := govCall(t, p, "GET", "/api/governance/virtual-keys/quota", "", map[string]string{"Authorization": "Bearer " + vk})
 	if code != 200 {
 		t.Fatalf("quota: %d %s", code, body)
 	}
@@ -103,23 +103,23 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 
 	chat := `{"model":"openai/gpt-4o-mini","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
 	for _, h := range []map[string]string{{"Authorization": "Bearer " + vk}, {"x-api-key": vk}, {"x-gw-vk": vk}} {
-		if code, body := call(t, p, "POST", "/v1/chat/completions", chat, h); code != 200 {
+		if code, body := govCall(t, p, "POST", "/v1/chat/completions", chat, h); code != 200 {
 			t.Fatalf("chat with %v: %d %s", h, code, body)
 		}
 	}
 	// The Anthropic drop-in route with the key in x-api-key, as the SDK sends it.
-	if code, body := call(t, p, "POST", "/anthropic/v1/messages",
+	if code, body := govCall(t, p, "POST", "/anthropic/v1/messages",
 		`{"model":"claude-3-5-haiku","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`,
 		map[string]string{"x-api-key": vk, "anthropic-version": "2023-06-01"}); code != 200 {
 		t.Fatalf("anthropic drop-in: %d %s", code, body)
 	}
 	// Not allowed by the key: gemini.
-	if code, body := call(t, p, "POST", "/v1/chat/completions", `{"model":"gemini/gemini-2.0-flash","messages":[]}`,
+	if code, body := govCall(t, p, "POST", "/v1/chat/completions", `{"model":"gemini/gemini-2.0-flash","messages":[]}`,
 		map[string]string{"x-gw-vk": vk}); code != 403 || !strings.Contains(string(body), "provider_not_allowed") {
 		t.Fatalf("disallowed provider: %d %s", code, body)
 	}
 	// An async job carries the key in x-gw-vk and runs under it.
-	code, body = call(t, p, "POST", "/v1/async/chat/completions", chat, map[string]string{"x-gw-vk": vk})
+	code, body = govCall(t, p, "POST", "/v1/async/chat/completions", chat, map[string]string{"x-gw-vk": vk})
 	if code != 202 {
 		t.Fatalf("async submit: %d %s", code, body)
 	}
@@ -133,12 +133,12 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 			t.Fatalf("async job: %+v", job)
 		}
 		time.Sleep(20 * time.Millisecond)
-		_, body = call(t, p, "GET", job.ResultURL, "", map[string]string{"x-gw-vk": vk})
+		_, body = govCall(t, p, "GET", job.ResultURL, "", map[string]string{"x-gw-vk": vk})
 		_ = json.Unmarshal(body, &job)
 	}
 	// Unknown keys are refused on every header.
 	for _, h := range []map[string]string{{"Authorization": "Bearer sk-gw-wrong"}, {"x-api-key": "sk-gw-wrong"}, {"x-gw-vk": "sk-gw-wrong"}} {
-		if code, body := call(t, p, "POST", "/v1/chat/completions", chat, h); code != 401 || !strings.Contains(string(body), `"event_id"`) {
+		if code, body := govCall(t, p, "POST", "/v1/chat/completions", chat, h); code != 401 || !strings.Contains(string(body), `"event_id"`) {
 			t.Fatalf("unknown key via %v: %d %s", h, code, body)
 		}
 	}
@@ -152,7 +152,7 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 		t.Fatalf("no spend recorded (is gpt-4o-mini priced?): %+v", q)
 	}
 	// Management credentials are refused on the quota route.
-	if code, _ := call(t, p, "GET", "/api/governance/virtual-keys/quota", "", map[string]string{"X-Gateway-Setup-Token": setupToken}); code != 401 {
+	if code, _ := govCall(t, p, "GET", "/api/governance/virtual-keys/quota", "", map[string]string{"X-Gateway-Setup-Token": setupToken}); code != 401 {
 		t.Fatalf("quota with the setup token: %d", code)
 	}
 
@@ -167,7 +167,7 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 	if q.VirtualKey.Requests.Used != 5 || q.VirtualKey.Budget.CurrentUsage != spent {
 		t.Fatalf("spend after SIGKILL: %+v, want 5 requests and %v USD", q, spent)
 	}
-	if code, body := call(t, p, "POST", "/v1/chat/completions", chat, map[string]string{"Authorization": "Bearer " + vk}); code != 200 {
+	if code, body := govCall(t, p, "POST", "/v1/chat/completions", chat, map[string]string{"Authorization": "Bearer " + vk}); code != 200 {
 		t.Fatalf("key after SIGKILL: %d %s", code, body)
 	}
 	code, body = p.do("GET", "/api/governance/virtual-keys/"+id, nil)
