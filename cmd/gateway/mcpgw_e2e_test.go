@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,44 @@ func TestMCPClientToolsThroughGateway(t *testing.T) {
 	if _, lb := gw.do("GET", "/api/logs?limit=50", nil); strings.Count(string(lb), `"object":"mcp_tool"`) != 2 {
 		t.Fatalf("tool call records: %s", lb)
 	}
+
+	// Tool routes authenticate callers like inference: a bad virtual key is
+	// refused on /v1/mcp/* and /mcp, a valid one admitted.
+	if code, b := govCall(t, gw, "GET", "/v1/mcp/tools", "", map[string]string{"x-api-key": "sk-gw-wrong"}); code != 401 ||
+		!strings.Contains(string(b), "invalid_virtual_key") {
+		t.Fatalf("/v1/mcp/tools with a bad key: %d %s", code, b)
+	}
+	bad := &http.Client{Transport: headerTransport{"Authorization": "Bearer sk-gw-wrong"}}
+	if _, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.base + "/mcp", HTTPClient: bad}, nil); err == nil {
+		t.Fatal("/mcp accepted an invalid virtual key")
+	}
+	code, body = gw.do("POST", "/api/governance/virtual-keys", map[string]any{"name": "mcp-caller"})
+	var created struct {
+		VirtualKey struct{ Value string } `json:"virtual_key"`
+	}
+	if code != 201 || json.Unmarshal(body, &created) != nil || created.VirtualKey.Value == "" {
+		t.Fatalf("create vk: %d %s", code, body)
+	}
+	good := &http.Client{Transport: headerTransport{"x-gw-vk": created.VirtualKey.Value}}
+	vcs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.base + "/mcp", HTTPClient: good}, nil)
+	if err != nil {
+		t.Fatalf("/mcp with a valid virtual key: %v", err)
+	}
+	defer vcs.Close()
+	if res, err := vcs.CallTool(ctx, &mcp.CallToolParams{Name: "local-echo", Arguments: map[string]any{"text": "vk"}}); err != nil || res.IsError {
+		t.Fatalf("tools/call with a virtual key: %+v %v", res, err)
+	}
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport map[string]string
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -86,6 +86,17 @@ func gateway(t testing.TB, cfg string) (*testgw.Gateway, *fakeupstream.Server, *
 
 const chatBody = `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
 
+// virtualKey creates a governance virtual key (unknown sk-gw- keys are
+// refused at submit) and returns its value.
+func virtualKey(t testing.TB, g *testgw.Gateway, name string) string {
+	t.Helper()
+	var out struct {
+		VirtualKey struct{ Value string } `json:"virtual_key"`
+	}
+	g.Expect(201, "POST", "/api/governance/virtual-keys", map[string]any{"name": name}).Decode(t, &out)
+	return out.VirtualKey.Value
+}
+
 func withHeader(k, v string) func(*http.Request) { return func(r *http.Request) { r.Header.Set(k, v) } }
 
 // submit posts a job and returns its submit answer.
@@ -222,11 +233,12 @@ func TestSubmitValidation(t *testing.T) {
 
 func TestCredentialBinding(t *testing.T) {
 	g, _, _ := gateway(t, "")
-	vkA, vkB := withHeader("x-gw-vk", "sk-gw-aaaa"), withHeader("x-gw-vk", "sk-gw-bbbb")
+	keyA, keyB := virtualKey(t, g, "a"), virtualKey(t, g, "b")
+	vkA, vkB := withHeader("x-gw-vk", keyA), withHeader("x-gw-vk", keyB)
 	v := submit(t, g, "chat/completions", chatBody, vkA)
 	poll(t, g, v.ResultURL, 10*time.Second, vkA)
 	// The same key in the bearer header is the same credential.
-	if r := g.Do("GET", v.ResultURL, nil, withHeader("Authorization", "Bearer sk-gw-aaaa")); r.Status != 200 {
+	if r := g.Do("GET", v.ResultURL, nil, withHeader("Authorization", "Bearer "+keyA)); r.Status != 200 {
 		t.Fatalf("same key as bearer: %d %s", r.Status, r.Body)
 	}
 	for name, mod := range map[string]func(*http.Request){
@@ -460,7 +472,7 @@ func TestJobSurvivesRestart(t *testing.T) {
 	rc := newReceiver(t)
 	createEndpoint(t, g, rc, "hook", nil)
 	up.SetHang(fakeupstream.HangBeforeHeaders)
-	vk := withHeader("x-gw-vk", "sk-gw-restart")
+	vk := withHeader("x-gw-vk", virtualKey(t, g, "restart"))
 	running := submit(t, g, "chat/completions", chatBody, vk, withHeader("x-gw-async-webhook", "hook"))
 	waitFor(t, func() bool { return up.Hanging() == 1 })
 	r := g.Do("GET", running.ResultURL, nil, vk)

@@ -30,6 +30,11 @@ func (s *Service) submit(c *fiber.Ctx, k Kind) error {
 	if aerr != nil {
 		return aerr
 	}
+	if s.o.CheckCaller != nil {
+		if aerr := s.o.CheckCaller(c); aerr != nil {
+			return aerr
+		}
+	}
 	hook := c.Get(HeaderWebhook)
 	if hook != "" {
 		if s.wh == nil {

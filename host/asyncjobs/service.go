@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
+	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/store"
 )
@@ -69,6 +70,10 @@ type Options struct {
 	// TombstoneTTL is how long after result_expires_at an expired job still
 	// answers 410 instead of 404 (async.tombstone_ttl).
 	TombstoneTTL time.Duration
+	// CheckCaller, when set, vets the submitter's credentials before a job
+	// is accepted (governance: an unknown or disabled virtual key is
+	// refused at submit rather than failing the job later).
+	CheckCaller func(c *fiber.Ctx) *apierr.Error
 }
 
 // Service is the async-jobs capability.

@@ -58,6 +58,7 @@ type Config struct {
 	Client     Client     `koanf:"client" json:"client"`
 	Logs       Logs       `koanf:"logs" json:"logs"`
 	Async      Async      `koanf:"async" json:"async"`
+	Governance Governance `koanf:"governance" json:"governance"`
 	// MCPExternalClientURL is the public base URL of the gateway used as
 	// the OAuth redirect_uri base for MCP servers; the request Host when unset.
 	MCPExternalClientURL string `koanf:"mcp_external_client_url" json:"mcp_external_client_url,omitempty"`
@@ -169,6 +170,19 @@ type Async struct {
 	PruneGrace Duration `koanf:"prune_grace" json:"prune_grace"`
 	// TombstoneTTL is how long after expiry a job answers 410, not 404.
 	TombstoneTTL Duration `koanf:"tombstone_ttl" json:"tombstone_ttl"`
+}
+
+// Governance configures virtual keys, budgets and rate limits.
+type Governance struct {
+	// RequireVirtualKey refuses inference requests that carry no virtual
+	// key (default false: provider keys and anonymous calls keep working).
+	RequireVirtualKey bool `koanf:"require_virtual_key" json:"require_virtual_key"`
+	// DefaultCompletionTokens is the completion-token estimate reserved for
+	// a request that sets no max_tokens.
+	DefaultCompletionTokens int `koanf:"default_completion_tokens" json:"default_completion_tokens"`
+	// CounterFlushInterval is how often budget and rate-limit usage is
+	// written to the store; a kill -9 loses at most this much settled usage.
+	CounterFlushInterval Duration `koanf:"counter_flush_interval" json:"counter_flush_interval"`
 }
 
 // MCPClientConfig tunes MCP clients and their server-level OAuth.

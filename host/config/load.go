@@ -71,6 +71,9 @@ func Defaults() map[string]any {
 		"mcp_client_config.oauth_flow_ttl":        "15m",
 		"mcp_client_config.refresh_interval":      "30s",
 		"mcp_client_config.refresh_before":        "5m",
+		"governance.require_virtual_key":          false,
+		"governance.default_completion_tokens":    1024,
+		"governance.counter_flush_interval":       "1s",
 
 		// The gateway's MCP server and chat tool loop (docs/mcp-server.md).
 		"mcp_gateway.server_enabled":    true,
@@ -292,6 +295,12 @@ func (c *Config) Validate() error {
 	}
 	c.validateLogs(bad)
 	c.validateAsync(bad)
+	if g := c.Governance; g.DefaultCompletionTokens < 1 || g.DefaultCompletionTokens > 10_000_000 {
+		bad("governance.default_completion_tokens", "must be between 1 and 10000000 (got %d)", g.DefaultCompletionTokens)
+	}
+	if d := c.Governance.CounterFlushInterval.D(); d < 10*time.Millisecond || d > time.Hour {
+		bad("governance.counter_flush_interval", "must be between 10ms and 1h (got %s)", d)
+	}
 	c.validateMCP(bad)
 	c.validateMCPGateway(bad)
 	return errors.Join(errs...)

@@ -35,6 +35,8 @@ type call struct {
 	// eg, on a drop-in route, encodes the answer back into the caller's
 	// native wire; nil on the unified API.
 	eg *egress
+	// ticket is the gate's reservation, settled once by record.
+	ticket Ticket
 	// cost is out.Cost broken down, valid once priced is set.
 	cost   CostBreakdown
 	priced bool
@@ -117,6 +119,18 @@ func (s *Service) serveCaptured(c *fiber.Ctx, reqType, path string, body []byte,
 		// later), so it keeps its own copy.
 		Route: strings.Clone(c.Path()), RoutePattern: c.Route().Path,
 		RequestType: reqType, Model: p.model, Stream: p.stream, CallerCredential: caller}
+	if aerr := s.admit(c.UserContext(), cl, c.Get(HeaderVirtualKey), c.Get("x-api-key"), bearerToken(c)); aerr != nil {
+		s.finishError(cl, aerr)
+		return aerr
+	}
+	// A path that ends without recording (none should) must not keep its
+	// reservation. A stream settles when its writer (already running on
+	// its own goroutine) finishes, so its ticket is not touched here.
+	defer func() {
+		if !c.Response().IsBodyStream() && cl.ticket != nil {
+			cl.settle()
+		}
+	}()
 	pre, aerr := s.runPreRequest(c.UserContext(), p.body)
 	if aerr != nil {
 		s.finishError(cl, aerr)
@@ -185,7 +199,11 @@ func (s *Service) tryTarget(ctx context.Context, cl *call, tgt routing.Target, i
 		return nil, s.routeErr(cl, tgt, index, apierr.New(http.StatusBadRequest, apierr.TypeInvalidRequest, "unsupported_request_type",
 			fmt.Sprintf("provider %q does not support %s requests", tgt.Provider, cl.reqType)))
 	}
-	keys := routingKeys(prov.Keys)
+	keys := cl.allowedKeys(tgt.Provider, routingKeys(prov.Keys))
+	if len(keys) == 0 && len(prov.Keys) > 0 {
+		return nil, s.routeErr(cl, tgt, index, apierr.Forbidden("provider_key_not_allowed",
+			fmt.Sprintf("the virtual key allows none of the keys of provider %q", tgt.Provider)))
+	}
 	policy := routing.RetryPolicy{
 		MaxRetries: prov.NetworkConfig.MaxRetries,
 		Initial:    time.Duration(prov.NetworkConfig.RetryBackoffInitialMS) * time.Millisecond,

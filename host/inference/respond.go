@@ -584,6 +584,7 @@ func (s *Service) record(cl *call) {
 		o.RequestBody = cl.p.body
 		s.o.Recorder.Record(&o)
 	}
+	cl.settle()
 }
 
 // price sets the outcome's cost once, when its usage is final. A failed

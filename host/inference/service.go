@@ -27,6 +27,9 @@ type Options struct {
 	MaxResponseBytes int
 	// StreamBatchMax caps events handed to an adapter in one call.
 	StreamBatchMax int
+	// Gate admits each request before a provider is called (governance);
+	// nil admits everything.
+	Gate Gate
 	// Pricer prices finished requests (Outcome.Cost, billed_usage.cost);
 	// nil leaves every cost unknown.
 	Pricer Pricer

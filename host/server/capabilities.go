@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/gofiber/fiber/v2"
 	"path/filepath"
 	"time"
 
@@ -26,7 +28,12 @@ import (
 // owns its handlers, logic and store access in its own package under host/.
 func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) error {
 	// Users first: user sessions authenticate through it.
-	us, err := users.New(users.Options{Store: s.store, Routes: s.routes, Directory: s.directory, Log: s.log, Now: s.now})
+	// Teams and virtual keys belong to governance, provisioned later.
+	dir := s.directory
+	if dir == nil {
+		dir = governanceDirectory{s}
+	}
+	us, err := users.New(users.Options{Store: s.store, Routes: s.routes, Directory: dir, Log: s.log, Now: s.now})
 	if err != nil {
 		return err
 	}
@@ -98,6 +105,10 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.pricing.Routes(api)
 
+	if err := s.provisionGovernance(ctx, api); err != nil {
+		return err
+	}
+
 	prompts, err := promptrepo.New(promptrepo.Options{Store: s.store, Now: s.now})
 	if err != nil {
 		return err
@@ -114,6 +125,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	s.inference = inference.New(inference.Options{
 		Providers: s.providers, Adapters: inference.AdapterFunc(s.adapter), Log: s.log,
 		MaxResponseBytes: s.cfg.Server.MaxBodyBytes, Plugins: pl.Chain, Pricer: s.pricing,
+		Gate:      s.governance,
 		Recorder:  inference.Recorders{inference.NewMetrics(s.metrics.Registry), logRecorder{s.logs}},
 		ChatTools: s.mcpgw,
 	})
@@ -130,6 +142,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 		Workers: ac.Workers, ResultTTL: ac.ResultTTL.D(), JobTimeout: ac.JobTimeout.D(),
 		MaxAttempts: ac.MaxAttempts, PruneInterval: ac.PruneInterval.D(),
 		PruneGrace: ac.PruneGrace.D(), TombstoneTTL: ac.TombstoneTTL.D(),
+		CheckCaller: s.governance.CheckCaller,
 	})
 	if err != nil {
 		return err
@@ -157,6 +170,12 @@ func (s *Server) provisionMCP(ctx context.Context, api *auth.Router) error {
 	s.mcp = svc
 	s.closers = append(s.closers, svc.Close)
 	svc.Routes(api)
+	s.app.Use("/v1/mcp", func(c *fiber.Ctx) error {
+		if err := s.checkInferenceCaller(c); err != nil {
+			return err
+		}
+		return c.Next()
+	})
 	svc.InferenceRoutes(s.app)
 	return nil
 }

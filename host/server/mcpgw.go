@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/gofiber/fiber/v2"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmgate/gateway/host/mcp"
@@ -52,8 +54,8 @@ func (s *Server) provisionMCPGateway() error {
 		Tools: s.mcpTools, Log: s.log, ServerEnabled: mc.ServerEnabled,
 		DefaultMaxSteps: mc.DefaultMaxSteps, StepsLimit: mc.MaxSteps, ToolTimeout: mc.ToolTimeout.D(),
 		Version: Version, DisableLocalhostProtection: mc.DisableLocalhostProtection,
-		// Authenticate stays nil: /v1 has no caller auth yet; the virtual
-		// key check goes here when governance lands (docs/mcp-server.md).
+		// /mcp callers authenticate like inference callers.
+		Authenticate: s.checkInferenceCaller,
 	})
 	if err != nil {
 		return err
@@ -65,3 +67,17 @@ func (s *Server) provisionMCPGateway() error {
 
 // MCPGateway is the MCP gateway capability (/mcp, chat tool loop).
 func (s *Server) MCPGateway() *mcpgw.Service { return s.mcpgw }
+
+// checkInferenceCaller applies governance's caller check (a virtual key that
+// is unknown, disabled or expired, or missing when governance requires one,
+// is refused) to routes that call tools rather than models: /mcp and
+// /v1/mcp/*. Model calls are admitted by the inference gate itself.
+func (s *Server) checkInferenceCaller(c *fiber.Ctx) error {
+	if s.governance == nil {
+		return nil
+	}
+	if aerr := s.governance.CheckCaller(c); aerr != nil {
+		return aerr
+	}
+	return nil
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/wasmgate/gateway/host/audit"
 	"github.com/wasmgate/gateway/host/auth"
 	"github.com/wasmgate/gateway/host/config"
+	"github.com/wasmgate/gateway/host/governance"
 	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/logs"
 	"github.com/wasmgate/gateway/host/mcp"
@@ -69,6 +70,10 @@ type Server struct {
 	mcp *mcp.Service
 	// pricing is set by provisionCapabilities.
 	pricing *pricing.Service
+	// governance is set by provisionGovernance; govPricer overrides its
+	// pricer (WithGovernancePricer).
+	governance *governance.Service
+	govPricer  governance.Pricer
 	// now is the clock handed to capabilities that take one (WithClock).
 	now func() time.Time
 	// directory answers users' questions about teams and virtual keys
@@ -96,6 +101,12 @@ func WithAdapters(src inference.AdapterSource) Option {
 // (async job expiry); tests use it to move time without sleeping.
 func WithClock(now func() time.Time) Option {
 	return func(s *Server) { s.now = now }
+}
+
+// WithGovernancePricer prices governance budgets with p instead of the
+// bundled catalog (tests use fixed prices).
+func WithGovernancePricer(p governance.Pricer) Option {
+	return func(s *Server) { s.govPricer = p }
 }
 
 // WithDirectory sets what host/users asks about teams and virtual keys
