@@ -113,6 +113,33 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 		map[string]string{"x-api-key": vk, "anthropic-version": "2023-06-01"}); code != 200 {
 		t.Fatalf("anthropic drop-in: %d %s", code, body)
 	}
+	// GenAI and Bedrock SDKs carry the key in their own slots: x-goog-api-key
+	// or ?key=, and the SigV4 access key id.
+	genai := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	sigv4 := func(akid string) map[string]string {
+		return map[string]string{"Authorization": "AWS4-HMAC-SHA256 Credential=" + akid +
+			"/20261122/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=00", "X-Amz-Date": "20261122T000000Z"}
+	}
+	converse := `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`
+	for _, c := range []struct {
+		path, body string
+		h          map[string]string
+	}{
+		{"/genai/v1beta/models/openai/gpt-4o-mini:generateContent", genai, map[string]string{"x-goog-api-key": vk}},
+		{"/genai/v1beta/models/openai/gpt-4o-mini:generateContent?key=" + vk, genai, nil},
+		{"/bedrock/model/openai%2Fgpt-4o-mini/converse", converse, sigv4(vk)},
+	} {
+		if code, body := govCall(t, p, "POST", c.path, c.body, c.h); code != 200 {
+			t.Fatalf("%s with the key in the family's slot: %d %s", c.path, code, body)
+		}
+		bad := map[string]string{}
+		for k, v := range c.h {
+			bad[k] = strings.ReplaceAll(v, vk, "sk-gw-wrong")
+		}
+		if code, body := govCall(t, p, "POST", strings.ReplaceAll(c.path, vk, "sk-gw-wrong"), c.body, bad); code != 401 {
+			t.Fatalf("%s with an unknown key: %d %s", c.path, code, body)
+		}
+	}
 	// Not allowed by the key: gemini.
 	if code, body := govCall(t, p, "POST", "/v1/chat/completions", `{"model":"gemini/gemini-2.0-flash","messages":[]}`,
 		map[string]string{"x-gw-vk": vk}); code != 403 || !strings.Contains(string(body), "provider_not_allowed") {
@@ -144,7 +171,7 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 	}
 
 	q := quotaOf(t, p, vk)
-	if q.VirtualKey.ID != id || q.Team == nil || q.Team.ID != team.Team.ID || q.VirtualKey.Requests.Used != 5 {
+	if q.VirtualKey.ID != id || q.Team == nil || q.Team.ID != team.Team.ID || q.VirtualKey.Requests.Used != 8 {
 		t.Fatalf("quota: %+v", q)
 	}
 	spent := q.VirtualKey.Budget.CurrentUsage
@@ -164,8 +191,8 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 	p.wait(10 * time.Second)
 	p = start(t, cwd, data, nil, "--config", cfg)
 	q = quotaOf(t, p, vk)
-	if q.VirtualKey.Requests.Used != 5 || q.VirtualKey.Budget.CurrentUsage != spent {
-		t.Fatalf("spend after SIGKILL: %+v, want 5 requests and %v USD", q, spent)
+	if q.VirtualKey.Requests.Used != 8 || q.VirtualKey.Budget.CurrentUsage != spent {
+		t.Fatalf("spend after SIGKILL: %+v, want 8 requests and %v USD", q, spent)
 	}
 	if code, body := govCall(t, p, "POST", "/v1/chat/completions", chat, map[string]string{"Authorization": "Bearer " + vk}); code != 200 {
 		t.Fatalf("key after SIGKILL: %d %s", code, body)

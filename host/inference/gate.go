@@ -88,6 +88,10 @@ func (cl *call) allowedKeys(provider string, keys []routing.Key) []routing.Key {
 	return keys
 }
 
+// virtualKeyPrefix starts every virtual key; inference only uses it to
+// find a key presented in a drop-in family's own credential slot.
+const virtualKeyPrefix = "sk-gw-"
+
 // HeaderVirtualKey carries a virtual key on any inference route (the async
 // API's documented header, accepted everywhere).
 const HeaderVirtualKey = "x-gw-vk"

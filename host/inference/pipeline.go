@@ -119,7 +119,13 @@ func (s *Service) serveCaptured(c *fiber.Ctx, reqType, path string, body []byte,
 		// later), so it keeps its own copy.
 		Route: strings.Clone(c.Path()), RoutePattern: c.Route().Path,
 		RequestType: reqType, Model: p.model, Stream: p.stream, CallerCredential: caller}
-	if aerr := s.admit(c.UserContext(), cl, c.Get(HeaderVirtualKey), c.Get("x-api-key"), bearerToken(c)); aerr != nil {
+	apiKey := c.Get("x-api-key")
+	if apiKey == "" && strings.HasPrefix(caller, virtualKeyPrefix) {
+		// GenAI (x-goog-api-key, ?key=) and Bedrock (the SigV4 access key
+		// id) clients carry a virtual key in their family's own place.
+		apiKey = caller
+	}
+	if aerr := s.admit(c.UserContext(), cl, c.Get(HeaderVirtualKey), apiKey, bearerToken(c)); aerr != nil {
 		s.finishError(cl, aerr)
 		return aerr
 	}
