@@ -56,6 +56,41 @@ func scenarios() []scenario {
 // onlyScenario narrows a run to matching scenarios (-only).
 var onlyScenario string
 
+// profileDir, when set, receives a CPU profile of the gateway for each
+// gateway measurement (see startProfile).
+var profileDir string
+
+// startProfile fetches a CPU profile from the gateway's pprof listener
+// covering most of one measurement and writes it to profileDir/name.pprof;
+// the returned func waits for it. It is a no-op without -pprof.
+func startProfile(port int, dur time.Duration, name string) func() {
+	if profileDir == "" || port == 0 {
+		return func() {}
+	}
+	secs := max(int(dur/time.Second)-1, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, secs)
+		resp, err := http.Get(url)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pprof:", err)
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pprof:", err)
+			return
+		}
+		file := filepath.Join(profileDir, strings.NewReplacer(" ", "_", "/", "_").Replace(name)+".pprof")
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "pprof:", err)
+		}
+	}()
+	return func() { <-done }
+}
+
 type result struct {
 	warmups  int64
 	requests int64
@@ -72,8 +107,10 @@ func main() {
 	out := flag.String("out", "BENCHMARKS.md", "file whose load-benchmark section is replaced with the results")
 	concs := flag.String("concurrency", "1,64", "comma-separated concurrency levels")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
+	pprofDir := flag.String("pprof", "", "directory to write a CPU profile of the gateway per gateway measurement (off when empty)")
 	flag.Parse()
 	onlyScenario = *only
+	profileDir = *pprofDir
 	if err := run(*bin, *dur, *soak, *out, *concs); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
@@ -131,6 +168,11 @@ func run(bin string, dur, soak time.Duration, out, concList string) error {
 logs:
   max_scan_records: 100000000
 `, mockURL)
+	pprofPort := 0
+	if profileDir != "" {
+		pprofPort = freePort()
+		cfg += fmt.Sprintf("pprof_addr: 127.0.0.1:%d\n", pprofPort)
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -157,8 +199,10 @@ logs:
 			direct := load(mockURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
 			floor := load(nginxURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
 			cpu0 := gw.cpu()
+			prof := startProfile(pprofPort, dur, fmt.Sprintf("%s-c%d", sc.name, conc))
 			g := load(gwURL+sc.path, sc.body, hdr, conc, dur)
 			cpu1 := gw.cpu()
+			prof()
 			gwRequests += g.requests + g.errors + g.warmups
 			cpuPer := time.Duration(0)
 			if g.requests > 0 {

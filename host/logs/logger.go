@@ -427,5 +427,5 @@ func (l *Logger) commit(recs []encoded) error {
 // with the config store's 16 MiB x 5 memtables).
 func StoreOptions(dir string, log *slog.Logger) badgerstore.Options {
 	return badgerstore.Options{Dir: dir, SyncWrites: false, Logger: log, MemTableSize: 4 << 20, NumMemtables: 2,
-		BaseTableSize: 1 << 20}
+		BaseTableSize: 1 << 20, ValueThreshold: 128}
 }

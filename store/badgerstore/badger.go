@@ -39,6 +39,12 @@ type Options struct {
 	NumMemtables int
 	// BaseTableSize bounds SST tables; compaction buffers scale with it.
 	BaseTableSize int64
+	// ValueThreshold, when positive, sends values of at least this many
+	// bytes to the value log, so the LSM tree holds only keys and pointers.
+	// A write-heavy, read-rarely store (the request logs) sets it low:
+	// compaction then rewrites small key entries instead of every record
+	// again and again, which was the largest CPU cost of logging under load.
+	ValueThreshold int64
 	// Compress enables Snappy block compression. It is off by default: the
 	// gateway seals values with AES-GCM when a key is set, and ciphertext
 	// does not compress, while the compressor's buffers were the largest
@@ -78,6 +84,9 @@ func Open(opts Options) (*DB, error) {
 		// the memtable); larger values go to the value log instead.
 		bo = bo.WithMemTableSize(opts.MemTableSize).
 			WithValueThreshold(min(bo.ValueThreshold, opts.MemTableSize*15/100/2))
+	}
+	if opts.ValueThreshold > 0 {
+		bo = bo.WithValueThreshold(min(opts.ValueThreshold, bo.ValueThreshold))
 	}
 	if opts.NumMemtables > 0 {
 		bo = bo.WithNumMemtables(opts.NumMemtables)
