@@ -91,8 +91,10 @@ type Logger struct {
 	closed bool
 
 	writerDone chan struct{}
-	stopPrune  chan struct{}
-	pruneDone  chan struct{}
+	// closing wakes the polling writer at once on Close.
+	closing   chan struct{}
+	stopPrune chan struct{}
+	pruneDone chan struct{}
 
 	written   atomic.Int64
 	dropped   atomic.Int64
@@ -141,6 +143,7 @@ func New(opts Options) (*Logger, error) {
 		queue:      make(chan *Record, opts.QueueSize),
 		flush:      make(chan chan error),
 		writerDone: make(chan struct{}),
+		closing:    make(chan struct{}),
 		stopPrune:  make(chan struct{}),
 		pruneDone:  make(chan struct{}),
 	}
@@ -293,6 +296,7 @@ func (l *Logger) Close() error {
 	}
 	l.closed = true
 	close(l.queue)
+	close(l.closing)
 	l.mu.Unlock()
 	close(l.stopPrune)
 	<-l.pruneDone
@@ -301,46 +305,70 @@ func (l *Logger) Close() error {
 	return nil
 }
 
-// writer is the single goroutine that owns the store writes: it batches
-// records into one transaction per BatchSize records, per maxBatchBytes or
-// per FlushInterval, whichever comes first.
+// writer is the single goroutine that owns the store writes. It polls the
+// queue every FlushInterval/4 instead of blocking on it: a blocked receiver
+// makes every Record wake it (a futex call and a thread hand-off per request,
+// ~4% of the CPU of a low-concurrency passthrough request in profiles),
+// whereas a poll drains whole bursts at once. Records therefore wait up to
+// about FlushInterval/4 before being batched, and a batch is written when
+// it reaches BatchSize records or at the latest on the next poll.
 func (l *Logger) writer() {
 	defer close(l.writerDone)
 	batch := make([]*Record, 0, l.opts.BatchSize)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	armed := false
-	for {
-		select {
-		case r, ok := <-l.queue:
-			if !ok {
-				l.write(batch)
-				return
+	tick := time.NewTicker(max(l.opts.FlushInterval/4, time.Millisecond))
+	defer tick.Stop()
+	// drain moves what is queued now into batch, writing full batches;
+	// it reports false once the queue is closed and empty.
+	drain := func() bool {
+		n := len(l.queue)
+		if n == 0 {
+			select {
+			case r, ok := <-l.queue:
+				if !ok {
+					return false
+				}
+				batch = append(batch, r)
+			default:
 			}
-			batch = append(batch, r)
+			return true
+		}
+		for ; n > 0; n-- {
+			batch = append(batch, <-l.queue)
 			if len(batch) >= l.opts.BatchSize {
 				l.write(batch)
 				batch = batch[:0]
-			} else if !armed {
-				timer.Reset(l.opts.FlushInterval)
-				armed = true
 			}
-		case <-timer.C:
-			armed = false
-			l.write(batch)
-			batch = batch[:0]
-		case done := <-l.flush:
+		}
+		return true
+	}
+	for {
+		var done chan error
+		select {
+		case <-tick.C:
+		case done = <-l.flush:
 			// Everything Record accepted before Flush was called is in the
-			// queue now; take what is there without waiting for more.
-			for n := len(l.queue); n > 0; n-- {
-				batch = append(batch, <-l.queue)
-				if len(batch) >= l.opts.BatchSize {
-					l.write(batch)
-					batch = batch[:0]
-				}
+			// queue now; drain takes it without waiting for more.
+		case <-l.closing:
+		}
+		open := drain()
+		// A queue at least half full means producers are outrunning the
+		// poll (or blocked on it): keep draining instead of sleeping.
+		for open && len(l.queue) >= cap(l.queue)/2 {
+			open = drain()
+		}
+		if !open {
+			// Close: take whatever raced in before the queue closed.
+			for r := range l.queue {
+				batch = append(batch, r)
 			}
-			done <- l.write(batch)
-			batch = batch[:0]
+		}
+		err := l.write(batch)
+		batch = batch[:0]
+		if done != nil {
+			done <- err
+		}
+		if !open {
+			return
 		}
 	}
 }
