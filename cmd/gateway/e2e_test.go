@@ -338,3 +338,28 @@ func TestEncryptedStoreNeedsItsKey(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryLimitApplied: memory_limit_mb reaches the Go runtime (seen in
+// the runtime's own gauge on /metrics), and GOMEMLIMIT, when set, wins.
+func TestMemoryLimitApplied(t *testing.T) {
+	limit := func(env ...string) string {
+		p := start(t, t.TempDir(), t.TempDir(), env)
+		code, body := p.do("GET", "/metrics", nil)
+		if code != 200 {
+			t.Fatalf("metrics: %d %s", code, body)
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "go_gc_gomemlimit_bytes "); ok {
+				return v
+			}
+		}
+		t.Fatalf("no go_gc_gomemlimit_bytes in /metrics")
+		return ""
+	}
+	if got := limit("GATEWAY_MEMORY_LIMIT_MB=64"); got != "6.7108864e+07" {
+		t.Errorf("memory_limit_mb 64: runtime limit %s", got)
+	}
+	if got := limit("GATEWAY_MEMORY_LIMIT_MB=64", "GOMEMLIMIT=100MiB"); got != "1.048576e+08" {
+		t.Errorf("GOMEMLIMIT should win: runtime limit %s", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -38,6 +39,10 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	if cfg.MemoryLimitMB > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(cfg.MemoryLimitMB) << 20)
+		log.Info("Go soft memory limit set", "memory_limit_mb", cfg.MemoryLimitMB)
+	}
 	if cfg.PprofAddr != "" {
 		go func() {
 			// The default mux carries the pprof handlers registered by the

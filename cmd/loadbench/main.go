@@ -60,6 +60,9 @@ var onlyScenario string
 // gateway measurement (see startProfile).
 var profileDir string
 
+// gatewayEnv is extra environment given to the gateway process alone.
+var gatewayEnv []string
+
 // startProfile fetches a CPU profile from the gateway's pprof listener
 // covering most of one measurement and writes it to profileDir/name.pprof;
 // the returned func waits for it. It is a no-op without -pprof.
@@ -107,10 +110,14 @@ func main() {
 	out := flag.String("out", "BENCHMARKS.md", "file whose load-benchmark section is replaced with the results")
 	concs := flag.String("concurrency", "1,64", "comma-separated concurrency levels")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
+	gwEnv := flag.String("gateway-env", "", "extra environment for the gateway process only, comma-separated (e.g. GOMEMLIMIT=128MiB)")
 	pprofDir := flag.String("pprof", "", "directory to write a CPU profile of the gateway per gateway measurement (off when empty)")
 	flag.Parse()
 	onlyScenario = *only
 	profileDir = *pprofDir
+	if *gwEnv != "" {
+		gatewayEnv = strings.Split(*gwEnv, ",")
+	}
 	if err := run(*bin, *dur, *soak, *out, *concs); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
@@ -265,6 +272,14 @@ logs:
 		fmt.Println(soakLine)
 	}
 
+	if profileDir != "" && pprofPort != 0 {
+		// The heap at the end of the run: what holds the anonymous memory.
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", pprofPort)); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			_ = os.WriteFile(filepath.Join(profileDir, "heap.pprof"), b, 0o644)
+		}
+	}
 	logged, err := loggedRequests(gwURL)
 	if err != nil {
 		return fmt.Errorf("count logs: %w", err)
@@ -449,6 +464,9 @@ func startProc(dir, name, path string, args ...string) (*proc, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GATEWAY_SETUP_TOKEN="+benchSetupToken)
+	if name == "gateway" {
+		cmd.Env = append(cmd.Env, gatewayEnv...)
+	}
 	p := &proc{cmd: cmd, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stdout = lockedWriter{p.mu, p.log}
 	cmd.Stderr = lockedWriter{p.mu, p.log}

@@ -111,6 +111,7 @@ func TestInvalidConfigNamesTheKey(t *testing.T) {
 		{env: []string{"GATEWAY_LOGS__QUEUE_SIZE=0"}, want: "logs.queue_size"},
 		{env: []string{"GATEWAY_LOGS__FLUSH_INTERVAL=0s"}, want: "logs.flush_interval"},
 		{file: "logs:\n  max_scan_records: 10\n", want: "logs.max_scan_records"},
+		{env: []string{"GATEWAY_MEMORY_LIMIT_MB=8"}, want: "memory_limit_mb: must be 0 (no limit) or at least 32"},
 		{file: "logs:\n  capture_contents: true\n", want: `unknown key "logs.capture_contents"`},
 	}
 	for _, c := range cases {

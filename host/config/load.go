@@ -243,6 +243,9 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data_dir", "must not be empty")
 	}
+	if c.MemoryLimitMB < 0 || (c.MemoryLimitMB > 0 && c.MemoryLimitMB < 32) {
+		bad("memory_limit_mb", "must be 0 (no limit) or at least 32 (got %d)", c.MemoryLimitMB)
+	}
 	if strings.TrimSpace(c.PluginsDir) == "" {
 		bad("plugins_dir", "must not be empty")
 	} else if fi, err := os.Stat(c.PluginsDir); err == nil && !fi.IsDir() {
