@@ -66,6 +66,9 @@ type attemptResult struct {
 	// The same read-ahead as events (passthrough) or unified chunks
 	// (adapted), for when stream plugins must see it.
 	heldEvents []UpstreamEvent
+	// unread: events openStream read past the first content but did not
+	// adapt; the emitter handles them before reading more.
+	unread     []UpstreamEvent
 	heldChunks []json.RawMessage
 	// conv converts a chat answer back to Responses or Completions.
 	conv *conversion

@@ -75,46 +75,93 @@ func rawJSON(b []byte) json.RawMessage {
 func (s *Service) openStream(ctx context.Context, res *attemptResult) *attemptError {
 	res.reader = newEventReader(res.framing, res.resp.Body)
 	for i := 0; i < 32; i++ {
-		ev, err := res.reader.next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil // an empty stream is passed on as such
+		if !res.passthrough {
+			// One adapter call for whatever arrived together (a whole
+			// short answer often does): each call is a guest round trip.
+			batch, err := readBatch(res.reader, s.o.StreamBatchMax)
+			if len(batch) == 0 {
+				return openStreamErr(res, err)
 			}
-			return &attemptError{retryable: true, err: apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
-				fmt.Sprintf("provider %q stream broke before any content: %v", res.target.Provider, err))}
-		}
-		if res.passthrough {
-			if aerr := openAIStreamError(res, ev); aerr != nil {
-				return aerr
+			for _, ev := range batch {
+				if malformedEvent(ev) {
+					return &attemptError{err: malformedStream(res)}
+				}
 			}
-			if malformedEvent(ev) {
-				return &attemptError{err: malformedStream(res)}
+			chunks, state, aerr := res.adapter.AdaptStream(ctx, res.state, batch, false)
+			if aerr != nil && len(batch) > 1 {
+				// Content followed by an error in one burst: go event by
+				// event from the same state, so the content is held for
+				// the client and the error surfaces mid-stream, as it
+				// would have had the events arrived apart.
+				return s.openStreamEach(ctx, res, batch)
 			}
-			res.pending = append(res.pending, sseLine(ev))
-			res.heldEvents = append(res.heldEvents, ev)
-			if hasContent(ev.Data) {
+			if aerr != nil {
+				return streamAdaptError(res, aerr)
+			}
+			res.state = state
+			res.heldEvents = append(res.heldEvents, batch...) // for a same-wire drop-in pass
+			res.heldChunks = append(res.heldChunks, chunks...)
+			for _, ch := range chunks {
+				res.pending = append(res.pending, dataLine(ch))
+			}
+			if len(chunks) > 0 || err != nil {
+				// A read error after a partial batch surfaces on the
+				// next read in run, after what was read is sent.
 				return nil
 			}
 			continue
 		}
+		ev, err := res.reader.next()
+		if err != nil {
+			return openStreamErr(res, err)
+		}
+		if aerr := openAIStreamError(res, ev); aerr != nil {
+			return aerr
+		}
 		if malformedEvent(ev) {
 			return &attemptError{err: malformedStream(res)}
 		}
+		res.pending = append(res.pending, sseLine(ev))
+		res.heldEvents = append(res.heldEvents, ev)
+		if hasContent(ev.Data) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// openStreamEach adapts batch one event at a time until the first content;
+// events after it are handed back to the reader's caller through
+// res.unread, to be adapted (and their error reported) by the emitter.
+func (s *Service) openStreamEach(ctx context.Context, res *attemptResult, batch []UpstreamEvent) *attemptError {
+	for i, ev := range batch {
 		chunks, state, err := res.adapter.AdaptStream(ctx, res.state, []UpstreamEvent{ev}, false)
 		if err != nil {
 			return streamAdaptError(res, err)
 		}
 		res.state = state
-		res.heldEvents = append(res.heldEvents, ev) // for a same-wire drop-in pass
+		res.heldEvents = append(res.heldEvents, ev)
 		res.heldChunks = append(res.heldChunks, chunks...)
 		for _, ch := range chunks {
 			res.pending = append(res.pending, dataLine(ch))
 		}
 		if len(chunks) > 0 {
+			res.unread = batch[i+1:]
 			return nil
 		}
 	}
 	return nil
+}
+
+// openStreamErr is the outcome of a read that ended the stream before any
+// content: an empty stream is passed on as such, a broken one fails the
+// attempt (retryable).
+func openStreamErr(res *attemptResult, err error) *attemptError {
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return &attemptError{retryable: true, err: apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
+		fmt.Sprintf("provider %q stream broke before any content: %v", res.target.Provider, err))}
 }
 
 // malformedEvent reports an SSE event whose data is not JSON (the event
@@ -447,7 +494,13 @@ func (em *streamEmitter) run() *apierr.Error {
 	}
 	sawDone := false
 	for streamErr == nil {
-		batch, err := readBatch(res.reader, em.s.o.StreamBatchMax)
+		var batch []UpstreamEvent
+		var err error
+		if batch = res.unread; batch != nil {
+			res.unread = nil
+		} else {
+			batch, err = readBatch(res.reader, em.s.o.StreamBatchMax)
+		}
 		end := errors.Is(err, io.EOF)
 		if err != nil && !end {
 			streamErr = apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
