@@ -60,6 +60,13 @@ func (s *Service) Admit(ctx context.Context, a *inference.Admission) (inference.
 	if aerr != nil || e == nil {
 		return nil, aerr
 	}
+	if a.Targets[0].Bare() {
+		routed, aerr := e.routeBare(a.Targets, s.rnd)
+		if aerr != nil {
+			return nil, aerr
+		}
+		a.Targets = routed
+	}
 	if aerr := e.allows(a.Targets); aerr != nil {
 		return nil, aerr
 	}
@@ -165,7 +172,7 @@ func (e *entry) allows(targets []routing.Target) *apierr.Error {
 			return apierr.Forbidden("provider_not_allowed",
 				fmt.Sprintf("the virtual key does not allow provider %q (model %q)", tg.Provider, tg.String())).WithParam("model")
 		}
-		if r.models != nil && !r.models[tg.Model] && !r.models[tg.String()] {
+		if r.models != nil && !r.models[tg.Model] {
 			return apierr.Forbidden("model_not_allowed",
 				fmt.Sprintf("the virtual key does not allow model %q", tg.String())).WithParam("model")
 		}
@@ -324,9 +331,11 @@ func (t *ticket) Settle(o *inference.Outcome) {
 		if t.s.pricer != nil {
 			model := o.ResolvedModel
 			if model == "" {
+				// "<provider>/<model>", or a bare model; Cut, unlike
+				// ParseModel, allocates no error for the latter.
 				model = o.Model
-				if tg, err := routing.ParseModel(model); err == nil {
-					model = tg.Model
+				if _, m, ok := strings.Cut(model, "/"); ok && m != "" {
+					model = m
 				}
 			}
 			if usd, ok := t.s.pricer.Cost(o.Provider, model, o.Usage); ok {

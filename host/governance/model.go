@@ -55,9 +55,10 @@ type Team struct {
 // ProviderConfig allows one provider on a virtual key.
 type ProviderConfig struct {
 	Provider string `json:"provider"`
-	// Weight is the provider's share when the key routes a model several
-	// allowed providers serve (stored for routing; see docs).
-	Weight float64 `json:"weight,omitempty"`
+	// Weight is the provider's share of the requests for a bare model
+	// (no "<provider>/") that several of the key's providers allow. It
+	// defaults to 1; 0 makes the provider a fallback only.
+	Weight float64 `json:"weight"`
 	// AllowedModels restricts the models; empty allows every model.
 	AllowedModels []string `json:"allowed_models,omitempty"`
 	// KeyIDs restricts the provider keys used; empty allows every key.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -53,7 +54,11 @@ type Options struct {
 	DefaultCompletionTokens int64
 	// Now is the clock (windows, expiry); time.Now when nil.
 	Now func() time.Time
-	Log *slog.Logger
+	// Rand returns a number in [0, 1) for weighted provider routing; nil
+	// uses math/rand/v2 (safe for concurrent use). Tests inject a seeded
+	// source; it must then be safe for concurrent use itself.
+	Rand func() float64
+	Log  *slog.Logger
 }
 
 // Service is the governance capability.
@@ -63,6 +68,7 @@ type Service struct {
 	pricer   Pricer
 	log      *slog.Logger
 	now      func() time.Time
+	rnd      func() float64
 	require  bool
 	defTok   int64
 	hashKey  []byte
@@ -77,8 +83,11 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if o.Store == nil || o.Counters == nil {
 		return nil, errors.New("governance: a store and counters are required")
 	}
-	s := &Service{st: o.Store, counters: o.Counters, pricer: o.Pricer, log: o.Log, now: o.Now,
+	s := &Service{st: o.Store, counters: o.Counters, pricer: o.Pricer, log: o.Log, now: o.Now, rnd: o.Rand,
 		require: o.RequireVirtualKey, defTok: o.DefaultCompletionTokens}
+	if s.rnd == nil {
+		s.rnd = mrand.Float64
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -134,6 +143,9 @@ type entry struct {
 	team      *Team
 	customer  *Customer
 	providers map[string]*providerRule // nil: every provider
+	// routes are the provider configs in routing order (buildRoutes), for
+	// requests that name a bare model.
+	routes []route
 	// counterKeys are the budget, requests and tokens counter names of the
 	// key, its team and its customer, built once here rather than per request.
 	counterKeys [3][3]string
@@ -144,6 +156,7 @@ func counterKeys(prefix string) [3]string {
 }
 
 type providerRule struct {
+	// models are allowed model names without the provider prefix (modelSet).
 	models map[string]bool // nil: every model
 	keys   map[string]bool // nil: every key
 }
@@ -201,15 +214,13 @@ func (s *Service) refresh(ctx context.Context) error {
 			if len(vk.ProviderConfigs) > 0 {
 				e.providers = map[string]*providerRule{}
 				for _, pc := range vk.ProviderConfigs {
-					r := &providerRule{}
-					if len(pc.AllowedModels) > 0 {
-						r.models = setOf(pc.AllowedModels)
-					}
+					r := &providerRule{models: modelSet(pc.Provider, pc.AllowedModels)}
 					if len(pc.KeyIDs) > 0 {
 						r.keys = setOf(pc.KeyIDs)
 					}
 					e.providers[pc.Provider] = r
 				}
+				e.routes = buildRoutes(vk.ProviderConfigs)
 			}
 			sn.byHash[e.hash] = e
 		}

@@ -37,6 +37,9 @@ type call struct {
 	eg *egress
 	// ticket is the gate's reservation, settled once by record.
 	ticket Ticket
+	// routed is set when the client named a bare model and the gate chose
+	// its provider: routing_info then reports no requested provider.
+	routed bool
 	// cost is out.Cost broken down, valid once priced is set.
 	cost   CostBreakdown
 	priced bool
@@ -287,6 +290,9 @@ func (s *Service) routeErr(cl *call, tgt routing.Target, index int, e *apierr.Er
 	ri.Provider, ri.Model, ri.IsFallback = tgt.Provider, tgt.Model, index > 0
 	ri.PrimaryProvider, ri.PrimaryModel = cl.primary.Provider, cl.primary.Model
 	ri.RequestedProvider, ri.RequestedModel = cl.primary.Provider, cl.primary.Model
+	if cl.routed {
+		ri.RequestedProvider = ""
+	}
 	return e
 }
 
