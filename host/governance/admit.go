@@ -133,12 +133,16 @@ func (s *Service) caller(vkHeader, apiKey, bearer string, now time.Time) (*entry
 // expired (or missing when required) without reserving anything; async
 // submit uses it so a bad key fails at once, not when the job runs.
 func (s *Service) CheckCaller(c *fiber.Ctx) *apierr.Error {
-	bearer := ""
-	if a := c.Get(fiber.HeaderAuthorization); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		bearer = strings.TrimSpace(a[7:])
-	}
-	_, aerr := s.caller(c.Get(inference.HeaderVirtualKey), c.Get("x-api-key"), bearer, s.now())
+	_, aerr := s.caller(c.Get(inference.HeaderVirtualKey), c.Get("x-api-key"), bearerOf(c), s.now())
 	return aerr
+}
+
+// bearerOf is the token of an Authorization: Bearer header, or "".
+func bearerOf(c *fiber.Ctx) string {
+	if a := c.Get(fiber.HeaderAuthorization); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	return ""
 }
 
 // lookup finds an active, unexpired virtual key by its value.

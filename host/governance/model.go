@@ -65,6 +65,16 @@ type ProviderConfig struct {
 	KeyIDs []string `json:"key_ids,omitempty"`
 }
 
+// MCPConfig allows a virtual key the tools of one MCP client.
+type MCPConfig struct {
+	// MCPClientID is the client's id (a name is accepted on input and
+	// stored as the id, so renaming the client keeps the rule).
+	MCPClientID string `json:"mcp_client_id"`
+	// ToolsToExecute are tool names, or "*" for every tool the client
+	// allows; omitted means "*", an empty list allows none.
+	ToolsToExecute []string `json:"tools_to_execute"`
+}
+
 // VirtualKey is a gateway credential (sk-gw-...) with its own access rules,
 // budget and rate limits. Only a keyed hash of the value is stored.
 type VirtualKey struct {
@@ -77,8 +87,11 @@ type VirtualKey struct {
 	TeamID          string           `json:"team_id,omitempty"`
 	CustomerID      string           `json:"customer_id,omitempty"`
 	ProviderConfigs []ProviderConfig `json:"provider_configs"`
-	Budget          *Budget          `json:"budget,omitempty"`
-	RateLimit       *RateLimit       `json:"rate_limit,omitempty"`
+	// MCPConfigs limit the MCP tools the key sees and calls, and are
+	// injected into its chat requests; empty leaves every tool usable.
+	MCPConfigs []MCPConfig `json:"mcp_configs"`
+	Budget     *Budget     `json:"budget,omitempty"`
+	RateLimit  *RateLimit  `json:"rate_limit,omitempty"`
 	// KeyPrefix is the masked value shown in listings (sk-gw-abcd...).
 	KeyPrefix string    `json:"key_prefix"`
 	CreatedAt time.Time `json:"created_at"`
@@ -90,6 +103,9 @@ func (v VirtualKey) public() VirtualKey {
 	v.Hash = ""
 	if v.ProviderConfigs == nil {
 		v.ProviderConfigs = []ProviderConfig{}
+	}
+	if v.MCPConfigs == nil {
+		v.MCPConfigs = []MCPConfig{}
 	}
 	return v
 }

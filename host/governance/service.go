@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wasmgate/gateway/host/inference"
+	"github.com/wasmgate/gateway/host/mcpaccess"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/counters"
 )
@@ -54,6 +55,9 @@ type Options struct {
 	DefaultCompletionTokens int64
 	// Now is the clock (windows, expiry); time.Now when nil.
 	Now func() time.Time
+	// MCPClients validates the MCP clients of mcp_configs; nil makes
+	// every client unknown.
+	MCPClients MCPClients
 	// Rand returns a number in [0, 1) for weighted provider routing; nil
 	// uses math/rand/v2 (safe for concurrent use). Tests inject a seeded
 	// source; it must then be safe for concurrent use itself.
@@ -63,17 +67,18 @@ type Options struct {
 
 // Service is the governance capability.
 type Service struct {
-	st       store.Store
-	counters counters.Counters
-	pricer   Pricer
-	log      *slog.Logger
-	now      func() time.Time
-	rnd      func() float64
-	require  bool
-	defTok   int64
-	hashKey  []byte
-	hashPool hashPool
-	snap     atomic.Pointer[snapshot]
+	st         store.Store
+	counters   counters.Counters
+	pricer     Pricer
+	log        *slog.Logger
+	now        func() time.Time
+	rnd        func() float64
+	mcpClients MCPClients
+	require    bool
+	defTok     int64
+	hashKey    []byte
+	hashPool   hashPool
+	snap       atomic.Pointer[snapshot]
 	// refreshHook lets tests make the cache refresh fail.
 	refreshHook func() error
 }
@@ -83,7 +88,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if o.Store == nil || o.Counters == nil {
 		return nil, errors.New("governance: a store and counters are required")
 	}
-	s := &Service{st: o.Store, counters: o.Counters, pricer: o.Pricer, log: o.Log, now: o.Now, rnd: o.Rand,
+	s := &Service{st: o.Store, counters: o.Counters, pricer: o.Pricer, log: o.Log, now: o.Now, rnd: o.Rand, mcpClients: o.MCPClients,
 		require: o.RequireVirtualKey, defTok: o.DefaultCompletionTokens}
 	if s.rnd == nil {
 		s.rnd = mrand.Float64
@@ -134,6 +139,9 @@ type snapshot struct {
 	keys      map[string]*VirtualKey
 	teams     map[string]*Team
 	customers map[string]*Customer
+	// mcpScoped is set when some key has mcp_configs: until then chat
+	// requests skip the key lookup of ChatScope.
+	mcpScoped bool
 }
 
 // entry is a virtual key with its hierarchy and rules resolved.
@@ -146,6 +154,8 @@ type entry struct {
 	// routes are the provider configs in routing order (buildRoutes), for
 	// requests that name a bare model.
 	routes []route
+	// mcp is the key's MCP tool policy; nil allows every tool.
+	mcp *mcpaccess.Policy
 	// counterKeys are the budget, requests and tokens counter names of the
 	// key, its team and its customer, built once here rather than per request.
 	counterKeys [3][3]string
@@ -221,6 +231,9 @@ func (s *Service) refresh(ctx context.Context) error {
 					e.providers[pc.Provider] = r
 				}
 				e.routes = buildRoutes(vk.ProviderConfigs)
+			}
+			if e.mcp = mcpPolicy(vk); e.mcp != nil {
+				sn.mcpScoped = true
 			}
 			sn.byHash[e.hash] = e
 		}

@@ -120,6 +120,18 @@ const virtualKeyPrefix = "sk-gw-"
 // API's documented header, accepted everywhere).
 const HeaderVirtualKey = "x-gw-vk"
 
+// gateCredentials are the credentials the gate looks for a virtual key in:
+// x-gw-vk, x-api-key and the bearer token. GenAI (x-goog-api-key, ?key=)
+// and Bedrock (the SigV4 access key id) clients carry a virtual key in
+// their family's own place, which caller (callerCredential) holds.
+func gateCredentials(c *fiber.Ctx, caller string) (vk, apiKey, bearer string) {
+	apiKey = c.Get("x-api-key")
+	if apiKey == "" && strings.HasPrefix(caller, virtualKeyPrefix) {
+		apiKey = caller
+	}
+	return c.Get(HeaderVirtualKey), apiKey, bearerToken(c)
+}
+
 // bearerToken is the token of an Authorization: Bearer header, or "".
 func bearerToken(c *fiber.Ctx) string {
 	auth := c.Get(fiber.HeaderAuthorization)

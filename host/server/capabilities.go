@@ -171,7 +171,7 @@ func (s *Server) provisionMCP(ctx context.Context, api *auth.Router) error {
 	s.closers = append(s.closers, svc.Close)
 	svc.Routes(api)
 	s.app.Use("/v1/mcp", func(c *fiber.Ctx) error {
-		if err := s.checkInferenceCaller(c); err != nil {
+		if err := s.checkToolCaller(c); err != nil {
 			return err
 		}
 		return c.Next()
