@@ -39,6 +39,17 @@ type Pricer interface {
 	Cost(provider, model string, u inference.Usage) (usd float64, known bool)
 }
 
+// References are records outside governance that name its teams and
+// virtual keys (host/users' team memberships and virtual-key attachments).
+// They are told of a deletion inside the deleting transaction, so they go
+// with the entity atomically; they must live in the same store.
+type References interface {
+	// TeamDeleted removes what refers to team id.
+	TeamDeleted(tx store.Tx, id string) error
+	// VirtualKeyDeleted removes what refers to virtual key id.
+	VirtualKeyDeleted(tx store.Tx, id string) error
+}
+
 // Options configures the Service.
 type Options struct {
 	// Store is the main (fsync'd, sealed) store.
@@ -55,6 +66,9 @@ type Options struct {
 	DefaultCompletionTokens int64
 	// Now is the clock (windows, expiry); time.Now when nil.
 	Now func() time.Time
+	// References are cleaned when a team or virtual key is deleted; nil
+	// when nothing refers to them.
+	References References
 	// MCPClients validates the MCP clients of mcp_configs; nil makes
 	// every client unknown.
 	MCPClients MCPClients
@@ -74,6 +88,7 @@ type Service struct {
 	now        func() time.Time
 	rnd        func() float64
 	mcpClients MCPClients
+	refs       References
 	require    bool
 	defTok     int64
 	hashKey    []byte
@@ -88,7 +103,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if o.Store == nil || o.Counters == nil {
 		return nil, errors.New("governance: a store and counters are required")
 	}
-	s := &Service{st: o.Store, counters: o.Counters, pricer: o.Pricer, log: o.Log, now: o.Now, rnd: o.Rand, mcpClients: o.MCPClients,
+	s := &Service{st: o.Store, counters: o.Counters, pricer: o.Pricer, log: o.Log, now: o.Now, rnd: o.Rand, mcpClients: o.MCPClients, refs: o.References,
 		require: o.RequireVirtualKey, defTok: o.DefaultCompletionTokens}
 	if s.rnd == nil {
 		s.rnd = mrand.Float64

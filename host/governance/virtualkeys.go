@@ -225,6 +225,11 @@ func (s *Service) deleteVirtualKey(c *fiber.Ctx) error {
 		if err := tx.Delete(nsKeyHashes, v.Hash); err != nil {
 			return err
 		}
+		if s.refs != nil {
+			if err := s.refs.VirtualKeyDeleted(tx, id); err != nil {
+				return err
+			}
+		}
 		return tx.Delete(nsVirtualKeys, id)
 	})
 	if err != nil {

@@ -39,6 +39,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.auth.SetAccounts(us)
 	us.Routes(api)
+	s.users = us
 
 	prov, err := providers.New(ctx, providers.Options{Store: s.store, Secrets: s.secrets, Log: s.log})
 	if err != nil {

@@ -66,6 +66,9 @@ type Server struct {
 	plugins *registry.Service
 	// async is set by provisionCapabilities and started once every route is mounted.
 	async *asyncjobs.Service
+	// users is the users capability; governance tells it of deleted teams
+	// and virtual keys so memberships go with them.
+	users *users.Service
 	// mcp is the MCP client capability, set by provisionCapabilities.
 	mcp *mcp.Service
 	// pricing is set by provisionCapabilities.
