@@ -215,6 +215,15 @@ mcp_clients:
 	if got := sentTools(); !slices.Equal(got, []string{"files-echo"}) {
 		t.Fatalf("upstream saw tools %v, want the key's files-echo injected", got)
 	}
+	// The OpenAI drop-in prefix is a chat route too (bare names are openai's).
+	if r := g.Do("POST", "/openai/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`,
+		testgw.NoAuth, vkHeader(scoped)); r.Status != 200 || !slices.Equal(sentTools(), []string{"files-echo"}) {
+		t.Fatalf("scoped chat on /openai/v1: %d %s", r.Status, up.LastRequest().Body)
+	}
+	if r := g.Do("POST", "/openai/v1/chat/completions", `{"model":"gpt-4o-mini","mcp":{"tools":["files-pid"]},"messages":[]}`,
+		testgw.NoAuth, vkHeader(plain)); r.Status != 200 || !slices.Equal(sentTools(), []string{"files-pid"}) {
+		t.Fatalf("mcp field on /openai/v1: %d %s", r.Status, up.LastRequest().Body)
+	}
 	if r := chat(plain, ""); r.Status != 200 || sentTools() != nil {
 		t.Fatalf("a key without mcp_configs got tools injected: %d %s", r.Status, up.LastRequest().Body)
 	}
