@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wasmgate/gateway/host/fakeupstream"
 )
 
 // govCall sends a request to the gateway with exactly the given headers (no
@@ -200,5 +202,57 @@ func TestVirtualKeyThroughTheBinary(t *testing.T) {
 	code, body = p.do("GET", "/api/governance/virtual-keys/"+id, nil)
 	if code != 200 || bytes.Contains(body, []byte(vk)) {
 		t.Fatalf("get after restart: %d %s", code, body)
+	}
+}
+
+// TestBareModelRoutingThroughTheBinary: a bare model with a virtual key is
+// routed by the key's provider weights through the real binary and wasm
+// adapters. The weight-0 provider is the fallback: when the weighted one
+// keeps failing, the request is answered by it, and routing_info says so.
+func TestBareModelRoutingThroughTheBinary(t *testing.T) {
+	cfg, set := fakeProviderSet(t)
+	p := start(t, t.TempDir(), t.TempDir(), nil, "--config", cfg)
+	code, body := p.do("POST", "/api/governance/virtual-keys", map[string]any{"name": "router",
+		"provider_configs": []map[string]any{{"provider": "openai", "weight": 0}, {"provider": "anthropic", "weight": 2},
+			{"provider": "gemini", "weight": 5, "allowed_models": []string{"gemini-2.0-flash"}}}})
+	var created struct {
+		VirtualKey struct{ Value string } `json:"virtual_key"`
+	}
+	if code != 201 || json.Unmarshal(body, &created) != nil {
+		t.Fatalf("create vk: %d %s", code, body)
+	}
+	vk := map[string]string{"x-gw-vk": created.VirtualKey.Value}
+	chat := `{"model":"claude-3-5-haiku","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`
+	type info struct {
+		Provider          string `json:"provider"`
+		IsFallback        bool   `json:"is_fallback"`
+		PrimaryProvider   string `json:"primary_provider"`
+		RequestedProvider string `json:"requested_provider"`
+		RequestedModel    string `json:"requested_model"`
+	}
+	routed := func() info {
+		t.Helper()
+		code, body := govCall(t, p, "POST", "/v1/chat/completions", chat, vk)
+		var r struct {
+			ExtraFields struct {
+				RoutingInfo info `json:"routing_info"`
+			} `json:"extra_fields"`
+		}
+		if code != 200 || json.Unmarshal(body, &r) != nil {
+			t.Fatalf("bare model: %d %s", code, body)
+		}
+		return r.ExtraFields.RoutingInfo
+	}
+	// anthropic is the only weighted provider that allows the model.
+	if ri := routed(); ri.Provider != "anthropic" || ri.IsFallback || ri.RequestedProvider != "" || ri.RequestedModel != "claude-3-5-haiku" {
+		t.Fatalf("routing_info %+v, want anthropic as primary", ri)
+	}
+	// Three failures use up anthropic's attempts (max_retries 2): openai answers.
+	set.Servers[fakeupstream.Anthropic].FailNext(3, 503, "")
+	if ri := routed(); ri.Provider != "openai" || !ri.IsFallback || ri.PrimaryProvider != "anthropic" {
+		t.Fatalf("routing_info %+v, want the weight-0 openai as fallback", ri)
+	}
+	if code, body := govCall(t, p, "POST", "/v1/chat/completions", chat, nil); code != 400 || !strings.Contains(string(body), "invalid_model") {
+		t.Fatalf("bare model without a key: %d %s", code, body)
 	}
 }

@@ -147,6 +147,40 @@ func TestMCPClientToolsThroughGateway(t *testing.T) {
 	if res, err := vcs.CallTool(ctx, &mcp.CallToolParams{Name: "local-echo", Arguments: map[string]any{"text": "vk"}}); err != nil || res.IsError {
 		t.Fatalf("tools/call with a virtual key: %+v %v", res, err)
 	}
+
+	// mcp_configs: a key allowed echo gets it injected into its chat
+	// requests; a key allowed no tool of the client sees none and is refused.
+	newKey := func(name string, tools []string) string {
+		code, body := gw.do("POST", "/api/governance/virtual-keys", map[string]any{"name": name,
+			"mcp_configs": []map[string]any{{"mcp_client_id": "local", "tools_to_execute": tools}}})
+		var k struct {
+			VirtualKey struct{ Value string } `json:"virtual_key"`
+		}
+		if code != 201 || json.Unmarshal(body, &k) != nil {
+			t.Fatalf("create %s: %d %s", name, code, body)
+		}
+		return k.VirtualKey.Value
+	}
+	echoKey, noneKey := newKey("echo-only", []string{"echo"}), newKey("no-tools", []string{})
+	if code, b := govCall(t, gw, "POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-gw-vk": echoKey}); code != 200 {
+		t.Fatalf("chat with the echo-only key: %d %s", code, b)
+	}
+	var sent struct {
+		Tools []struct {
+			Function struct{ Name string } `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(openai.LastRequest().Body, &sent); err != nil || len(sent.Tools) != 1 || sent.Tools[0].Function.Name != "local-echo" {
+		t.Fatalf("the key's tool was not injected: %s", openai.LastRequest().Body)
+	}
+	if code, b := govCall(t, gw, "GET", "/v1/mcp/tools", "", map[string]string{"x-gw-vk": noneKey}); code != 200 || !strings.Contains(string(b), `"count":0`) {
+		t.Fatalf("/v1/mcp/tools with the no-tools key: %d %s", code, b)
+	}
+	if code, b := govCall(t, gw, "POST", "/v1/mcp/tool/execute", `{"id":"1","type":"function","function":{"name":"local-echo","arguments":"{}"}}`,
+		map[string]string{"x-gw-vk": noneKey}); code != 403 || !strings.Contains(string(b), "local-echo") {
+		t.Fatalf("/v1/mcp/tool/execute with the no-tools key: %d %s", code, b)
+	}
 }
 
 // headerTransport adds fixed headers to every request.

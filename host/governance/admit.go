@@ -60,6 +60,13 @@ func (s *Service) Admit(ctx context.Context, a *inference.Admission) (inference.
 	if aerr != nil || e == nil {
 		return nil, aerr
 	}
+	if a.Targets[0].Bare() {
+		routed, aerr := e.routeBare(a.Targets, s.rnd)
+		if aerr != nil {
+			return nil, aerr
+		}
+		a.Targets = routed
+	}
 	if aerr := e.allows(a.Targets); aerr != nil {
 		return nil, aerr
 	}
@@ -126,12 +133,16 @@ func (s *Service) caller(vkHeader, apiKey, bearer string, now time.Time) (*entry
 // expired (or missing when required) without reserving anything; async
 // submit uses it so a bad key fails at once, not when the job runs.
 func (s *Service) CheckCaller(c *fiber.Ctx) *apierr.Error {
-	bearer := ""
-	if a := c.Get(fiber.HeaderAuthorization); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		bearer = strings.TrimSpace(a[7:])
-	}
-	_, aerr := s.caller(c.Get(inference.HeaderVirtualKey), c.Get("x-api-key"), bearer, s.now())
+	_, aerr := s.caller(c.Get(inference.HeaderVirtualKey), c.Get("x-api-key"), bearerOf(c), s.now())
 	return aerr
+}
+
+// bearerOf is the token of an Authorization: Bearer header, or "".
+func bearerOf(c *fiber.Ctx) string {
+	if a := c.Get(fiber.HeaderAuthorization); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	return ""
 }
 
 // lookup finds an active, unexpired virtual key by its value.
@@ -165,7 +176,7 @@ func (e *entry) allows(targets []routing.Target) *apierr.Error {
 			return apierr.Forbidden("provider_not_allowed",
 				fmt.Sprintf("the virtual key does not allow provider %q (model %q)", tg.Provider, tg.String())).WithParam("model")
 		}
-		if r.models != nil && !r.models[tg.Model] && !r.models[tg.String()] {
+		if r.models != nil && !r.models[tg.Model] {
 			return apierr.Forbidden("model_not_allowed",
 				fmt.Sprintf("the virtual key does not allow model %q", tg.String())).WithParam("model")
 		}
@@ -324,9 +335,11 @@ func (t *ticket) Settle(o *inference.Outcome) {
 		if t.s.pricer != nil {
 			model := o.ResolvedModel
 			if model == "" {
+				// "<provider>/<model>", or a bare model; Cut, unlike
+				// ParseModel, allocates no error for the latter.
 				model = o.Model
-				if tg, err := routing.ParseModel(model); err == nil {
-					model = tg.Model
+				if _, m, ok := strings.Cut(model, "/"); ok && m != "" {
+					model = m
 				}
 			}
 			if usd, ok := t.s.pricer.Cost(o.Provider, model, o.Usage); ok {

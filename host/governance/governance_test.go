@@ -647,3 +647,57 @@ func TestUsersListingsSeeGovernance(t *testing.T) {
 		t.Fatalf("unknown key users: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestDeletingRemovesMemberships: deleting a team or a virtual key removes
+// the users' memberships and attachments that name it, in the same
+// transaction, leaving their other memberships alone.
+func TestDeletingRemovesMemberships(t *testing.T) {
+	e := start(t, "")
+	gone := e.create(t, "/api/governance/teams", map[string]any{"name": "gone"}, "team")
+	kept := e.create(t, "/api/governance/teams", map[string]any{"name": "kept"}, "team")
+	vkGone, _ := e.createKey(t, map[string]any{"name": "gone"})
+	vkKept, _ := e.createKey(t, map[string]any{"name": "kept"})
+	type user struct {
+		ID    string
+		Teams []struct {
+			ID, Name string
+		}
+		VirtualKeyIDs []string `json:"virtual_key_ids"`
+	}
+	var u user
+	e.g.Expect(201, "POST", "/api/users", map[string]any{"name": "Ada", "email": "ada@example.com",
+		"team_ids": []string{gone, kept}, "virtual_key_ids": []string{vkGone, vkKept}}).Decode(t, &u)
+	if len(u.Teams) != 2 || len(u.VirtualKeyIDs) != 2 {
+		t.Fatalf("user before: %+v", u)
+	}
+	if m := e.g.Expect(200, "GET", "/api/governance/teams/"+gone+"/members", nil).Map(t); m["total_count"] != 1.0 {
+		t.Fatalf("members before: %v", m)
+	}
+
+	e.g.Expect(200, "DELETE", "/api/governance/teams/"+gone, nil)
+	e.g.Expect(200, "DELETE", "/api/governance/virtual-keys/"+vkGone, nil)
+	e.g.Expect(200, "GET", "/api/users/"+u.ID, nil).Decode(t, &u)
+	if len(u.Teams) != 1 || u.Teams[0].ID != kept || u.Teams[0].Name != "kept" || len(u.VirtualKeyIDs) != 1 || u.VirtualKeyIDs[0] != vkKept {
+		t.Fatalf("user after the deletes still names them (or lost the others): %+v", u)
+	}
+	if m := e.g.Expect(200, "GET", "/api/governance/teams/"+kept+"/members", nil).Map(t); m["total_count"] != 1.0 {
+		t.Fatalf("members of the kept team: %v", m)
+	}
+	if m := e.g.Expect(200, "GET", "/api/governance/virtual-keys/"+vkKept+"/users", nil).Map(t); m["total_count"] != 1.0 {
+		t.Fatalf("users of the kept key: %v", m)
+	}
+	// A team and key created afterwards start with no members.
+	again := e.create(t, "/api/governance/teams", map[string]any{"name": "gone"}, "team")
+	vkAgain, _ := e.createKey(t, map[string]any{"name": "gone"})
+	if m := e.g.Expect(200, "GET", "/api/governance/teams/"+again+"/members", nil).Map(t); m["total_count"] != 0.0 {
+		t.Fatalf("members of the recreated team: %v", m)
+	}
+	if m := e.g.Expect(200, "GET", "/api/governance/virtual-keys/"+vkAgain+"/users", nil).Map(t); m["total_count"] != 0.0 {
+		t.Fatalf("users of the recreated key: %v", m)
+	}
+	// The records themselves no longer hold the ids (not just the views).
+	body := e.g.Expect(200, "GET", "/api/users", nil).Body
+	if bytes.Contains(body, []byte(gone)) || bytes.Contains(body, []byte(vkGone)) {
+		t.Fatalf("users listing still names the deleted team or key: %s", body)
+	}
+}

@@ -55,13 +55,24 @@ type Team struct {
 // ProviderConfig allows one provider on a virtual key.
 type ProviderConfig struct {
 	Provider string `json:"provider"`
-	// Weight is the provider's share when the key routes a model several
-	// allowed providers serve (stored for routing; see docs).
-	Weight float64 `json:"weight,omitempty"`
+	// Weight is the provider's share of the requests for a bare model
+	// (no "<provider>/") that several of the key's providers allow. It
+	// defaults to 1; 0 makes the provider a fallback only.
+	Weight float64 `json:"weight"`
 	// AllowedModels restricts the models; empty allows every model.
 	AllowedModels []string `json:"allowed_models,omitempty"`
 	// KeyIDs restricts the provider keys used; empty allows every key.
 	KeyIDs []string `json:"key_ids,omitempty"`
+}
+
+// MCPConfig allows a virtual key the tools of one MCP client.
+type MCPConfig struct {
+	// MCPClientID is the client's id (a name is accepted on input and
+	// stored as the id, so renaming the client keeps the rule).
+	MCPClientID string `json:"mcp_client_id"`
+	// ToolsToExecute are tool names, or "*" for every tool the client
+	// allows; omitted means "*", an empty list allows none.
+	ToolsToExecute []string `json:"tools_to_execute"`
 }
 
 // VirtualKey is a gateway credential (sk-gw-...) with its own access rules,
@@ -76,8 +87,11 @@ type VirtualKey struct {
 	TeamID          string           `json:"team_id,omitempty"`
 	CustomerID      string           `json:"customer_id,omitempty"`
 	ProviderConfigs []ProviderConfig `json:"provider_configs"`
-	Budget          *Budget          `json:"budget,omitempty"`
-	RateLimit       *RateLimit       `json:"rate_limit,omitempty"`
+	// MCPConfigs limit the MCP tools the key sees and calls, and are
+	// injected into its chat requests; empty leaves every tool usable.
+	MCPConfigs []MCPConfig `json:"mcp_configs"`
+	Budget     *Budget     `json:"budget,omitempty"`
+	RateLimit  *RateLimit  `json:"rate_limit,omitempty"`
 	// KeyPrefix is the masked value shown in listings (sk-gw-abcd...).
 	KeyPrefix string    `json:"key_prefix"`
 	CreatedAt time.Time `json:"created_at"`
@@ -89,6 +103,9 @@ func (v VirtualKey) public() VirtualKey {
 	v.Hash = ""
 	if v.ProviderConfigs == nil {
 		v.ProviderConfigs = []ProviderConfig{}
+	}
+	if v.MCPConfigs == nil {
+		v.MCPConfigs = []MCPConfig{}
 	}
 	return v
 }

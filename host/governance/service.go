@@ -12,11 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"sort"
 	"sync/atomic"
 	"time"
 
 	"github.com/wasmgate/gateway/host/inference"
+	"github.com/wasmgate/gateway/host/mcpaccess"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/counters"
 )
@@ -37,6 +39,17 @@ type Pricer interface {
 	Cost(provider, model string, u inference.Usage) (usd float64, known bool)
 }
 
+// References are records outside governance that name its teams and
+// virtual keys (host/users' team memberships and virtual-key attachments).
+// They are told of a deletion inside the deleting transaction, so they go
+// with the entity atomically; they must live in the same store.
+type References interface {
+	// TeamDeleted removes what refers to team id.
+	TeamDeleted(tx store.Tx, id string) error
+	// VirtualKeyDeleted removes what refers to virtual key id.
+	VirtualKeyDeleted(tx store.Tx, id string) error
+}
+
 // Options configures the Service.
 type Options struct {
 	// Store is the main (fsync'd, sealed) store.
@@ -53,21 +66,34 @@ type Options struct {
 	DefaultCompletionTokens int64
 	// Now is the clock (windows, expiry); time.Now when nil.
 	Now func() time.Time
-	Log *slog.Logger
+	// References are cleaned when a team or virtual key is deleted; nil
+	// when nothing refers to them.
+	References References
+	// MCPClients validates the MCP clients of mcp_configs; nil makes
+	// every client unknown.
+	MCPClients MCPClients
+	// Rand returns a number in [0, 1) for weighted provider routing; nil
+	// uses math/rand/v2 (safe for concurrent use). Tests inject a seeded
+	// source; it must then be safe for concurrent use itself.
+	Rand func() float64
+	Log  *slog.Logger
 }
 
 // Service is the governance capability.
 type Service struct {
-	st       store.Store
-	counters counters.Counters
-	pricer   Pricer
-	log      *slog.Logger
-	now      func() time.Time
-	require  bool
-	defTok   int64
-	hashKey  []byte
-	hashPool hashPool
-	snap     atomic.Pointer[snapshot]
+	st         store.Store
+	counters   counters.Counters
+	pricer     Pricer
+	log        *slog.Logger
+	now        func() time.Time
+	rnd        func() float64
+	mcpClients MCPClients
+	refs       References
+	require    bool
+	defTok     int64
+	hashKey    []byte
+	hashPool   hashPool
+	snap       atomic.Pointer[snapshot]
 	// refreshHook lets tests make the cache refresh fail.
 	refreshHook func() error
 }
@@ -77,8 +103,11 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if o.Store == nil || o.Counters == nil {
 		return nil, errors.New("governance: a store and counters are required")
 	}
-	s := &Service{st: o.Store, counters: o.Counters, pricer: o.Pricer, log: o.Log, now: o.Now,
+	s := &Service{st: o.Store, counters: o.Counters, pricer: o.Pricer, log: o.Log, now: o.Now, rnd: o.Rand, mcpClients: o.MCPClients, refs: o.References,
 		require: o.RequireVirtualKey, defTok: o.DefaultCompletionTokens}
+	if s.rnd == nil {
+		s.rnd = mrand.Float64
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -125,6 +154,9 @@ type snapshot struct {
 	keys      map[string]*VirtualKey
 	teams     map[string]*Team
 	customers map[string]*Customer
+	// mcpScoped is set when some key has mcp_configs: until then chat
+	// requests skip the key lookup of ChatScope.
+	mcpScoped bool
 }
 
 // entry is a virtual key with its hierarchy and rules resolved.
@@ -134,6 +166,11 @@ type entry struct {
 	team      *Team
 	customer  *Customer
 	providers map[string]*providerRule // nil: every provider
+	// routes are the provider configs in routing order (buildRoutes), for
+	// requests that name a bare model.
+	routes []route
+	// mcp is the key's MCP tool policy; nil allows every tool.
+	mcp *mcpaccess.Policy
 	// counterKeys are the budget, requests and tokens counter names of the
 	// key, its team and its customer, built once here rather than per request.
 	counterKeys [3][3]string
@@ -144,6 +181,7 @@ func counterKeys(prefix string) [3]string {
 }
 
 type providerRule struct {
+	// models are allowed model names without the provider prefix (modelSet).
 	models map[string]bool // nil: every model
 	keys   map[string]bool // nil: every key
 }
@@ -201,15 +239,16 @@ func (s *Service) refresh(ctx context.Context) error {
 			if len(vk.ProviderConfigs) > 0 {
 				e.providers = map[string]*providerRule{}
 				for _, pc := range vk.ProviderConfigs {
-					r := &providerRule{}
-					if len(pc.AllowedModels) > 0 {
-						r.models = setOf(pc.AllowedModels)
-					}
+					r := &providerRule{models: modelSet(pc.Provider, pc.AllowedModels)}
 					if len(pc.KeyIDs) > 0 {
 						r.keys = setOf(pc.KeyIDs)
 					}
 					e.providers[pc.Provider] = r
 				}
+				e.routes = buildRoutes(vk.ProviderConfigs)
+			}
+			if e.mcp = mcpPolicy(vk); e.mcp != nil {
+				sn.mcpScoped = true
 			}
 			sn.byHash[e.hash] = e
 		}

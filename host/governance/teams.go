@@ -311,6 +311,11 @@ func (s *Service) deleteTeam(c *fiber.Ctx) error {
 				return err
 			}
 		}
+		if s.refs != nil {
+			if err := s.refs.TeamDeleted(tx, id); err != nil {
+				return err
+			}
+		}
 		return tx.Delete(nsTeams, id)
 	})
 	if err != nil {

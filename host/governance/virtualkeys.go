@@ -21,6 +21,7 @@ type vkInput struct {
 	TeamID          string           `json:"team_id"`
 	CustomerID      string           `json:"customer_id"`
 	ProviderConfigs []ProviderConfig `json:"provider_configs"`
+	MCPConfigs      []MCPConfig      `json:"mcp_configs"`
 	Budget          *Budget          `json:"budget"`
 	RateLimit       *RateLimit       `json:"rate_limit"`
 }
@@ -33,6 +34,7 @@ type vkUpdate struct {
 	TeamID          opt[string]           `json:"team_id"`
 	CustomerID      opt[string]           `json:"customer_id"`
 	ProviderConfigs opt[[]ProviderConfig] `json:"provider_configs"`
+	MCPConfigs      opt[[]MCPConfig]      `json:"mcp_configs"`
 	Budget          opt[Budget]           `json:"budget"`
 	RateLimit       opt[RateLimit]        `json:"rate_limit"`
 }
@@ -72,6 +74,9 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 		in.Budget.validate("budget"), in.RateLimit.validate("rate_limit")); e != nil {
 		return e
 	}
+	if e := s.resolveMCPConfigs(c.UserContext(), in.MCPConfigs); e != nil {
+		return e
+	}
 	value, err := newKeyValue()
 	if err != nil {
 		return apierr.Internal(err)
@@ -79,7 +84,7 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 	now := s.now().UTC()
 	v := VirtualKey{ID: uuid.Must(uuid.NewV7()).String(), Name: strings.TrimSpace(in.Name), Description: in.Description,
 		IsActive: in.IsActive == nil || *in.IsActive, ExpiresAt: in.ExpiresAt, TeamID: in.TeamID, CustomerID: in.CustomerID,
-		ProviderConfigs: in.ProviderConfigs, Budget: in.Budget, RateLimit: in.RateLimit, KeyPrefix: maskKey(value),
+		ProviderConfigs: in.ProviderConfigs, MCPConfigs: in.MCPConfigs, Budget: in.Budget, RateLimit: in.RateLimit, KeyPrefix: maskKey(value),
 		CreatedAt: now, UpdatedAt: now, Hash: s.keyHashHex(value)}
 	err = s.st.Update(c.UserContext(), func(tx store.Tx) error {
 		if err := checkParent(tx, &v); err != nil {
@@ -138,6 +143,13 @@ func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
 	if e := apierr.DecodeJSON(c.Body(), &in); e != nil {
 		return e
 	}
+	// Resolved before the transaction: it reads host/mcp's clients.
+	mcs := deref(in.MCPConfigs.V)
+	if in.MCPConfigs.Set {
+		if e := s.resolveMCPConfigs(c.UserContext(), mcs); e != nil {
+			return e
+		}
+	}
 	var v VirtualKey
 	err := s.st.Update(c.UserContext(), func(tx store.Tx) error {
 		var err error
@@ -175,6 +187,9 @@ func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
 			}
 			v.ProviderConfigs = pcs
 		}
+		if in.MCPConfigs.Set {
+			v.MCPConfigs = mcs
+		}
 		if in.Budget.Set {
 			if e := in.Budget.V.validate("budget"); e != nil {
 				return e
@@ -209,6 +224,11 @@ func (s *Service) deleteVirtualKey(c *fiber.Ctx) error {
 		}
 		if err := tx.Delete(nsKeyHashes, v.Hash); err != nil {
 			return err
+		}
+		if s.refs != nil {
+			if err := s.refs.VirtualKeyDeleted(tx, id); err != nil {
+				return err
+			}
 		}
 		return tx.Delete(nsVirtualKeys, id)
 	})

@@ -30,6 +30,20 @@ type ChatTools interface {
 	ServeChat(ctx context.Context, body []byte, models ModelCaller) (*ChatToolsResult, *apierr.Error)
 }
 
+// ChatScope is implemented by a Gate whose callers carry their own rules
+// for the ChatTools hook (governance: a virtual key's MCP tools). Inference
+// asks it for every chat request before the marker check.
+type ChatScope interface {
+	// ChatScoped reports whether any caller has such rules now: while none
+	// has, inference skips the credential lookup and ChatScope.
+	ChatScoped() bool
+	// ChatScope returns the context the hook runs with for this caller
+	// (its rules attached) and whether the hook must see the request even
+	// without the marker (the caller's tools are injected by default). It
+	// never refuses: the gate's Admit does that.
+	ChatScope(ctx context.Context, vkHeader, apiKey, bearer string) (context.Context, bool)
+}
+
 // ChatToolsResult is what a ChatTools hook decided about one request.
 type ChatToolsResult struct {
 	// Forward, when set, is sent on as the request body.
@@ -124,7 +138,20 @@ func (m *modelCaller) RecordTool(t ToolCall) {
 	m.s.o.Recorder.Record(o)
 }
 
-// wantsChatTools is the hot-path check: one scan for the hook's marker.
-func (s *Service) wantsChatTools(reqType string, body []byte) bool {
-	return reqType == TypeChat && s.o.ChatTools != nil && bytes.Contains(body, s.chatToolsMarker)
+// wantsChatTools is the hot-path check: whether the caller's scope asks
+// for the hook (the scope is then in c's user context), else one scan for
+// the hook's marker.
+func (s *Service) wantsChatTools(c *fiber.Ctx, reqType string, body []byte, caller string) bool {
+	if reqType != TypeChat || s.o.ChatTools == nil {
+		return false
+	}
+	if s.chatScope != nil && s.chatScope.ChatScoped() {
+		vk, apiKey, bearer := gateCredentials(c, caller)
+		ctx, always := s.chatScope.ChatScope(c.UserContext(), vk, apiKey, bearer)
+		if always {
+			c.SetUserContext(ctx)
+			return true
+		}
+	}
+	return bytes.Contains(body, s.chatToolsMarker)
 }

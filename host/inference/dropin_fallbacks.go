@@ -58,8 +58,9 @@ func withFallbacks(unified, fallbacks []byte) []byte {
 	return unified
 }
 
-// handleDropIn serves an OpenAI-shaped drop-in route: as handleAs, with
-// the x-gw-fallbacks header honoured (the body member works as on /v1).
+// handleDropIn serves an OpenAI-shaped drop-in route: as handleAs (chat
+// tools included), with the x-gw-fallbacks header honoured (the body
+// member works as on /v1).
 func (s *Service) handleDropIn(reqType, path, provider string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		body := c.Body()
@@ -70,6 +71,11 @@ func (s *Service) handleDropIn(reqType, path, provider string) fiber.Handler {
 			}
 			body = withFallbacks(body, fb)
 		}
-		return s.serve(c, reqType, path, defaultProvider(body, provider), nil, callerCredential(c))
+		body = defaultProvider(body, provider)
+		caller := callerCredential(c)
+		if s.wantsChatTools(c, reqType, body, caller) {
+			return s.serveChatTools(c, path, body, caller)
+		}
+		return s.serve(c, reqType, path, body, nil, caller)
 	}
 }

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -29,7 +30,11 @@ type Admission struct {
 	VirtualKeyHeader string
 	APIKeyHeader     string
 	Bearer           string
-	// Targets are the primary target, then the fallbacks.
+	// Targets are the primary target, then the fallbacks. A bare primary
+	// (no provider: the client sent a model without "<provider>/") must be
+	// routed by the gate: it sets Targets to the routed plan, chosen target
+	// first, or refuses the request. A gate that leaves it bare (a request
+	// without a virtual key) gets the request refused by inference.
 	Targets []routing.Target
 	Stream  bool
 	Body    []byte
@@ -48,21 +53,40 @@ type Ticket interface {
 	Settle(o *Outcome)
 }
 
-// admit runs the gate for a parsed call; it fills the call's ticket.
+// admit runs the gate for a parsed call; it fills the call's ticket and,
+// for a bare model, takes the plan the gate routed. A bare model nobody
+// routed is refused here: there is no provider to send it to.
 func (s *Service) admit(ctx context.Context, cl *call, vkHeader, apiKey, bearer string) *apierr.Error {
-	if s.o.Gate == nil {
-		return nil
+	bare := cl.p.plan.Targets[0].Bare()
+	if s.o.Gate != nil {
+		a := &Admission{RequestType: cl.reqType, VirtualKeyHeader: vkHeader, APIKeyHeader: apiKey,
+			Bearer: bearer, Targets: cl.p.plan.Targets, Stream: cl.p.stream, Body: cl.p.body}
+		t, aerr := s.o.Gate.Admit(ctx, a)
+		if aerr != nil {
+			return aerr
+		}
+		if t != nil {
+			cl.ticket = t
+			cl.out.VirtualKeyID = t.VirtualKeyID()
+		}
+		if bare {
+			cl.p.plan.Targets = a.Targets
+		}
 	}
-	t, aerr := s.o.Gate.Admit(ctx, &Admission{RequestType: cl.reqType, VirtualKeyHeader: vkHeader, APIKeyHeader: apiKey,
-		Bearer: bearer, Targets: cl.p.plan.Targets, Stream: cl.p.stream, Body: cl.p.body})
-	if aerr != nil {
-		return aerr
+	if cl.p.plan.Targets[0].Bare() {
+		// The caller's ticket, if any, is settled by the error's record.
+		return bareModelError(cl.p.model)
 	}
-	if t != nil {
-		cl.ticket = t
-		cl.out.VirtualKeyID = t.VirtualKeyID()
-	}
+	cl.routed = bare
 	return nil
+}
+
+// bareModelError refuses a model without "<provider>/" that no virtual key
+// routed.
+func bareModelError(model string) *apierr.Error {
+	return apierr.BadRequest("invalid_model", "model", fmt.Sprintf(
+		`model %q names no provider: send "<provider>/<model>" (for example "openai/%s"), or authenticate with a virtual key whose provider_configs route bare model names`,
+		model, model))
 }
 
 // settle hands the final outcome to the ticket once.
@@ -95,6 +119,18 @@ const virtualKeyPrefix = "sk-gw-"
 // HeaderVirtualKey carries a virtual key on any inference route (the async
 // API's documented header, accepted everywhere).
 const HeaderVirtualKey = "x-gw-vk"
+
+// gateCredentials are the credentials the gate looks for a virtual key in:
+// x-gw-vk, x-api-key and the bearer token. GenAI (x-goog-api-key, ?key=)
+// and Bedrock (the SigV4 access key id) clients carry a virtual key in
+// their family's own place, which caller (callerCredential) holds.
+func gateCredentials(c *fiber.Ctx, caller string) (vk, apiKey, bearer string) {
+	apiKey = c.Get("x-api-key")
+	if apiKey == "" && strings.HasPrefix(caller, virtualKeyPrefix) {
+		apiKey = caller
+	}
+	return c.Get(HeaderVirtualKey), apiKey, bearerToken(c)
+}
 
 // bearerToken is the token of an Authorization: Bearer header, or "".
 func bearerToken(c *fiber.Ctx) string {

@@ -37,6 +37,9 @@ type call struct {
 	eg *egress
 	// ticket is the gate's reservation, settled once by record.
 	ticket Ticket
+	// routed is set when the client named a bare model and the gate chose
+	// its provider: routing_info then reports no requested provider.
+	routed bool
 	// cost is out.Cost broken down, valid once priced is set.
 	cost   CostBreakdown
 	priced bool
@@ -92,10 +95,11 @@ func (s *Service) handle(reqType, path string) fiber.Handler { return s.handleAs
 func (s *Service) handleAs(reqType, path, provider string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		body := defaultProvider(c.Body(), provider)
-		if s.wantsChatTools(reqType, body) {
-			return s.serveChatTools(c, path, body, callerCredential(c))
+		caller := callerCredential(c)
+		if s.wantsChatTools(c, reqType, body, caller) {
+			return s.serveChatTools(c, path, body, caller)
 		}
-		return s.serve(c, reqType, path, body, nil, callerCredential(c))
+		return s.serve(c, reqType, path, body, nil, caller)
 	}
 }
 
@@ -122,13 +126,8 @@ func (s *Service) serveCaptured(c *fiber.Ctx, reqType, path string, body []byte,
 		// later), so it keeps its own copy.
 		Route: strings.Clone(c.Path()), RoutePattern: c.Route().Path,
 		RequestType: reqType, Model: p.model, Stream: p.stream, CallerCredential: caller}
-	apiKey := c.Get("x-api-key")
-	if apiKey == "" && strings.HasPrefix(caller, virtualKeyPrefix) {
-		// GenAI (x-goog-api-key, ?key=) and Bedrock (the SigV4 access key
-		// id) clients carry a virtual key in their family's own place.
-		apiKey = caller
-	}
-	if aerr := s.admit(c.UserContext(), cl, c.Get(HeaderVirtualKey), apiKey, bearerToken(c)); aerr != nil {
+	vk, apiKey, bearer := gateCredentials(c, caller)
+	if aerr := s.admit(c.UserContext(), cl, vk, apiKey, bearer); aerr != nil {
 		s.finishError(cl, aerr)
 		return aerr
 	}
@@ -290,6 +289,9 @@ func (s *Service) routeErr(cl *call, tgt routing.Target, index int, e *apierr.Er
 	ri.Provider, ri.Model, ri.IsFallback = tgt.Provider, tgt.Model, index > 0
 	ri.PrimaryProvider, ri.PrimaryModel = cl.primary.Provider, cl.primary.Model
 	ri.RequestedProvider, ri.RequestedModel = cl.primary.Provider, cl.primary.Model
+	if cl.routed {
+		ri.RequestedProvider = ""
+	}
 	return e
 }
 

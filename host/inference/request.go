@@ -3,6 +3,7 @@ package inference
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -147,11 +148,22 @@ func upstreamMessage(status int, body []byte) string {
 }
 
 // replaceBody takes a body rewritten by a request plugin: the model (and so
-// the plan) may have changed; the client's fallbacks still apply.
+// the plan) may have changed; the client's fallbacks still apply. Plugins
+// run after admission, so a bare model is only accepted unchanged: the
+// plan the gate routed for it stays.
 func (p *parsed) replaceBody(body []byte) *apierr.Error {
 	np, aerr := parseRequest(body)
 	if aerr != nil {
 		return aerr
+	}
+	if np.plan.Targets[0].Bare() {
+		if np.model != p.model {
+			return apierr.BadRequest("invalid_model", "model", fmt.Sprintf(
+				`a request plugin changed the model to %q, which names no provider: plugins must name "<provider>/<model>"`, np.model))
+		}
+		np.plan, np.fallbacks = p.plan, p.fallbacks
+		*p = *np
+		return nil
 	}
 	fb := np.fallbacks
 	if len(fb) == 0 {

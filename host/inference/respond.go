@@ -707,7 +707,11 @@ func (s *Service) extraFields(cl *call) []byte {
 	b = append(b, ',')
 	str("primary_provider", cl.primary.Provider)
 	str("primary_model", cl.primary.Model)
-	str("requested_provider", cl.primary.Provider)
+	if !cl.routed {
+		// A bare model requested no provider; primary_provider is the
+		// one the virtual key chose.
+		str("requested_provider", cl.primary.Provider)
+	}
 	str("requested_model", cl.primary.Model)
 	b = b[:len(b)-1]
 	b = append(b, `},"billed_usage":{`...)

@@ -47,6 +47,8 @@ type Service struct {
 	now        func() time.Time
 	// chatToolsMarker is o.ChatTools.Marker(), read once.
 	chatToolsMarker []byte
+	// chatScope is o.Gate's ChatScope, when it has one and ChatTools is set.
+	chatScope ChatScope
 }
 
 // New builds the service.
@@ -63,6 +65,7 @@ func New(o Options) *Service {
 	s := &Service{o: o, log: o.Log, now: time.Now}
 	if o.ChatTools != nil {
 		s.chatToolsMarker = o.ChatTools.Marker()
+		s.chatScope, _ = o.Gate.(ChatScope)
 	}
 	return s
 }

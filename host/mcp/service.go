@@ -205,6 +205,19 @@ func (s *Service) getClient(ctx context.Context, ref string) (Client, error) {
 	return c, err
 }
 
+// ClientID resolves ref, an MCP client's id or name, to its id; ok is
+// false when no client has it (governance validates mcp_configs with it).
+func (s *Service) ClientID(ctx context.Context, ref string) (id string, ok bool, err error) {
+	c, err := s.getClient(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("mcp: resolve client %q: %w", ref, err)
+	}
+	return c.ID, true, nil
+}
+
 // getClient loads a client by id, falling back to its name.
 func getClient(tx store.Tx, ref string) (Client, error) {
 	c, err := store.GetJSON[Client](tx, nsClients, ref)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/logs"
+	"github.com/wasmgate/gateway/host/mcpaccess"
 )
 
 // RequestType is the request-log object of a tool call.
@@ -23,14 +25,17 @@ const RequestType = "mcp_tool"
 // gateway's own MCP server see it.
 type Tool struct {
 	// Client is the MCP client's name; tools are addressed as Client-Name.
-	Client      string          `json:"client"`
+	Client string `json:"client"`
+	// ClientID is the MCP client's id (what virtual keys' mcp_configs name).
+	ClientID    string          `json:"client_id"`
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 // Tools lists the allowed tools of every enabled, connected client, ordered
-// by client then tool name.
+// by client then tool name. It is not limited by the caller's
+// mcpaccess.Policy: the routes that expose tools apply that themselves.
 func (s *Service) Tools(ctx context.Context) ([]Tool, error) {
 	clients, err := s.listClients(ctx)
 	if err != nil {
@@ -51,7 +56,7 @@ func (s *Service) Tools(ctx context.Context) ([]Tool, error) {
 			if err != nil || string(schema) == "null" {
 				schema = json.RawMessage(`{"type":"object"}`)
 			}
-			out = append(out, Tool{Client: cl.Name, Name: t.Name, Description: t.Description, InputSchema: schema})
+			out = append(out, Tool{Client: cl.Name, ClientID: cl.ID, Name: t.Name, Description: t.Description, InputSchema: schema})
 		}
 	}
 	return out, nil
@@ -77,6 +82,9 @@ func (s *Service) callTool(ctx context.Context, route, client, tool string, args
 	cl, gerr := s.getClient(ctx, client)
 	if gerr != nil {
 		return nil, apierr.NotFound("MCP client", client).WithExtra(toolExtra())
+	}
+	if p := mcpaccess.FromContext(ctx); !p.Allows(cl.ID, tool) {
+		return nil, p.Forbidden(cl.Name + "-" + tool).WithExtra(toolExtra())
 	}
 	if !cl.IsEnabled {
 		return nil, apierr.New(http.StatusServiceUnavailable, apierr.TypeUnavailable, "mcp_client_disabled",
@@ -284,11 +292,15 @@ func (s *Service) executeTool(c *fiber.Ctx) error {
 }
 
 // listTools answers GET /v1/mcp/tools in the OpenAI tools shape, ready to
-// be sent as a chat request's `tools`.
+// be sent as a chat request's `tools`: the tools the caller's policy (its
+// virtual key's mcp_configs) allows.
 func (s *Service) listToolsHandler(c *fiber.Ctx) error {
 	tools, err := s.Tools(c.UserContext())
 	if err != nil {
 		return err
+	}
+	if p := mcpaccess.FromContext(c.UserContext()); p != nil {
+		tools = slices.DeleteFunc(tools, func(t Tool) bool { return !p.Allows(t.ClientID, t.Name) })
 	}
 	type fn struct {
 		Name        string          `json:"name"`

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/mcpaccess"
 )
 
 // bridge serves a net/http handler (the MCP SDK's) from Fiber. fasthttp's
@@ -24,13 +25,19 @@ import (
 // The request is copied (body, headers, URL) because the handler may
 // outlive the Fiber handler, whose buffers fasthttp reuses. Its context
 // derives from base and is cancelled when the client goes away, so the
-// handler goroutine always ends.
+// handler goroutine always ends; of the Fiber request's context it keeps
+// only the caller's MCP tool policy.
 func bridge(base context.Context, h http.Handler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		ctx, cancel := context.WithCancel(base)
 		// The SDK's DNS-rebinding guard reads the local address: a
 		// loopback listener only answers loopback Host headers.
 		ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.Context().LocalAddr())
+		if p := mcpaccess.FromContext(c.UserContext()); p != nil {
+			// The caller's MCP tool policy (set when it authenticated)
+			// reaches the SDK's handlers, which run under this context.
+			ctx = mcpaccess.NewContext(ctx, p)
+		}
 		req, err := http.NewRequestWithContext(ctx, c.Method(), string(c.Request().URI().RequestURI()),
 			bytes.NewReader(append([]byte(nil), c.Body()...)))
 		if err != nil {

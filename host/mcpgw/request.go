@@ -9,6 +9,7 @@ import (
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/inference"
+	"github.com/wasmgate/gateway/host/mcpaccess"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
@@ -49,9 +50,12 @@ type chatRequest struct {
 	tools toolIndex
 }
 
-// ServeChat implements inference.ChatTools.
+// ServeChat implements inference.ChatTools. A request without the field
+// whose caller has an MCP tool policy (a virtual key with mcp_configs, put
+// in ctx by governance) gets the policy's tools injected, as if it had sent
+// "mcp": {}; the model's tool calls then go back to the client.
 func (s *Service) ServeChat(ctx context.Context, body []byte, models inference.ModelCaller) (*inference.ChatToolsResult, *apierr.Error) {
-	if _, _, present := jsonx.Field(body, RequestField); !present {
+	if _, _, present := jsonx.Field(body, RequestField); !present && mcpaccess.FromContext(ctx) == nil {
 		// The marker was inside a message, not a top-level field.
 		return &inference.ChatToolsResult{Forward: body}, nil
 	}
@@ -76,8 +80,12 @@ func (s *Service) parseChat(ctx context.Context, body []byte) (*chatRequest, *ap
 	if err := json.Unmarshal(body, &req.fields); err != nil || req.fields == nil {
 		return nil, apierr.BadRequest("invalid_json", "", "request body is not a valid JSON object")
 	}
-	raw := req.fields[RequestField]
+	raw, sent := req.fields[RequestField]
 	delete(req.fields, RequestField)
+	if !sent {
+		// Injected for the caller's policy: every tool it allows.
+		raw = json.RawMessage(`{}`)
+	}
 	if aerr := apierr.DecodeJSON(raw, &req.opts); aerr != nil {
 		aerr.Detail.Param = joinParam(RequestField, aerr.Detail.Param)
 		aerr.Detail.Message = fmt.Sprintf("field %q: %s", RequestField, aerr.Detail.Message)
@@ -109,11 +117,11 @@ func (s *Service) parseChat(ctx context.Context, body []byte) (*chatRequest, *ap
 			}
 		}
 	}
-	idx, all, aerr := s.index(ctx)
+	ts, aerr := s.index(ctx)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if req.tools, aerr = selectTools(o.Tools, idx, all); aerr != nil {
+	if req.tools, aerr = selectTools(o.Tools, ts); aerr != nil {
 		return nil, aerr
 	}
 	if aerr := inject(req); aerr != nil {
@@ -129,27 +137,33 @@ func joinParam(prefix, p string) string {
 	return prefix + "." + p
 }
 
-// selectTools resolves the request's selectors against the allowed tools.
-func selectTools(selectors []string, idx toolIndex, all []Tool) (toolIndex, *apierr.Error) {
+// selectTools resolves the request's selectors against the tools the
+// caller may use: wildcards expand to those only, and a tool named outside
+// the caller's policy is a 403, so a request can narrow its virtual key's
+// tools but never widen them.
+func selectTools(selectors []string, ts *toolSet) (toolIndex, *apierr.Error) {
 	out := toolIndex{}
 	for i, sel := range selectors {
 		switch {
 		case sel == "*":
-			for _, t := range all {
+			for _, t := range ts.allowed {
 				out[t.ExposedName()] = t
 			}
 		case strings.HasSuffix(sel, "-*"):
 			client := strings.TrimSuffix(sel, "-*")
-			for _, t := range all {
+			for _, t := range ts.allowed {
 				if t.Client == client {
 					out[t.ExposedName()] = t
 				}
 			}
 		default:
-			t, ok := idx[sel]
+			t, ok := ts.idx[sel]
 			if !ok {
 				e := toolNotFound(sel)
 				e.StatusCode, e.Type, e.Detail.Type = 400, apierr.TypeInvalidRequest, apierr.TypeInvalidRequest
+				return nil, e.WithParam(fmt.Sprintf("mcp.tools[%d]", i))
+			}
+			if e := ts.permitted(t); e != nil {
 				return nil, e.WithParam(fmt.Sprintf("mcp.tools[%d]", i))
 			}
 			out[sel] = t

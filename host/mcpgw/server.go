@@ -41,32 +41,37 @@ func (s *Service) newServer() *mcp.Server {
 	return srv
 }
 
-// listTools answers tools/list with every allowed tool, in one page.
+// listTools answers tools/list with every tool the caller may use, in one
+// page.
 func (s *Service) listTools(ctx context.Context) (*mcp.ListToolsResult, error) {
-	_, tools, aerr := s.index(ctx)
+	ts, aerr := s.index(ctx)
 	if aerr != nil {
 		return nil, rpcError(aerr)
 	}
-	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(tools))}
-	for _, t := range tools {
+	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(ts.allowed))}
+	for _, t := range ts.allowed {
 		out.Tools = append(out.Tools, &mcp.Tool{Name: t.ExposedName(), Description: t.Description, InputSchema: t.schema()})
 	}
 	return out, nil
 }
 
-// callTool forwards tools/call to the tool's client. An unknown tool or a
-// gateway-side failure (client down, authorization required) is a JSON-RPC
-// error whose data is the gateway's error envelope, so extra_fields such as
-// mcp_auth_required reach the caller; the tool's own failure stays a
-// result with isError, as the MCP spec wants.
+// callTool forwards tools/call to the tool's client. An unknown tool, one
+// outside the caller's policy (403) or a gateway-side failure (client down,
+// authorization required) is a JSON-RPC error whose data is the gateway's
+// error envelope, so extra_fields such as mcp_auth_required reach the
+// caller; the tool's own failure stays a result with isError, as the MCP
+// spec wants.
 func (s *Service) callTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	idx, _, aerr := s.index(ctx)
+	ts, aerr := s.index(ctx)
 	if aerr != nil {
 		return nil, rpcError(aerr)
 	}
-	t, ok := idx[name]
+	t, ok := ts.idx[name]
 	if !ok {
 		return nil, rpcError(toolNotFound(name))
+	}
+	if aerr := ts.permitted(t); aerr != nil {
+		return nil, rpcError(aerr)
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)

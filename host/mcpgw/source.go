@@ -10,11 +10,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/mcpaccess"
 )
 
 // ToolSource is where the gateway's MCP tools come from: the MCP clients of
 // host/mcp, already filtered by each client's tools_to_execute. mcpgw only
-// aggregates, exposes and executes them; it owns no connection.
+// aggregates, exposes and executes them; it owns no connection. The
+// caller's own limits (an mcpaccess.Policy in the context) are applied by
+// mcpgw, so Tools lists every allowed tool whoever asks.
 type ToolSource interface {
 	// Tools lists the allowed tools of every connected client.
 	Tools(ctx context.Context) ([]Tool, error)
@@ -25,7 +28,10 @@ type ToolSource interface {
 
 // Tool is one tool of one MCP client.
 type Tool struct {
-	Client      string
+	Client string
+	// ClientID identifies the client in a caller's mcpaccess.Policy; a
+	// source without ids leaves it empty and the name stands in for it.
+	ClientID    string
 	Name        string
 	Description string
 	// InputSchema is the tool's JSON Schema for its arguments.
@@ -56,20 +62,54 @@ func (NoTools) CallTool(_ context.Context, client, tool string, _ json.RawMessag
 	return nil, toolNotFound(client + "-" + tool)
 }
 
+// clientKey is what a policy knows the tool's client by.
+func (t Tool) clientKey() string {
+	if t.ClientID != "" {
+		return t.ClientID
+	}
+	return t.Client
+}
+
 // toolIndex maps exposed names to tools. Client names may contain '-', so a
 // name is resolved by lookup, never by splitting.
 type toolIndex map[string]Tool
 
-func (s *Service) index(ctx context.Context) (toolIndex, []Tool, *apierr.Error) {
+// toolSet is the tools as one caller sees them.
+type toolSet struct {
+	// idx holds every tool, so a name outside the caller's policy is told
+	// apart (403) from a name that exists nowhere (404).
+	idx toolIndex
+	// allowed are the tools the caller's policy allows, in source order.
+	allowed []Tool
+	policy  *mcpaccess.Policy
+}
+
+// permitted is the 403 for a tool outside the caller's policy, or nil.
+func (ts *toolSet) permitted(t Tool) *apierr.Error {
+	if ts.policy.Allows(t.clientKey(), t.Name) {
+		return nil
+	}
+	return ts.policy.Forbidden(t.ExposedName())
+}
+
+// index lists the tools and applies the caller's policy from ctx.
+func (s *Service) index(ctx context.Context) (*toolSet, *apierr.Error) {
 	tools, err := s.o.Tools.Tools(ctx)
 	if err != nil {
-		return nil, nil, wrapSourceError(err, "listing MCP tools failed")
+		return nil, wrapSourceError(err, "listing MCP tools failed")
 	}
-	idx := make(toolIndex, len(tools))
+	ts := &toolSet{idx: make(toolIndex, len(tools)), policy: mcpaccess.FromContext(ctx)}
+	ts.allowed = tools
+	if ts.policy != nil {
+		ts.allowed = make([]Tool, 0, len(tools))
+	}
 	for _, t := range tools {
-		idx[t.ExposedName()] = t
+		ts.idx[t.ExposedName()] = t
+		if ts.policy != nil && ts.policy.Allows(t.clientKey(), t.Name) {
+			ts.allowed = append(ts.allowed, t)
+		}
 	}
-	return idx, tools, nil
+	return ts, nil
 }
 
 func toolNotFound(name string) *apierr.Error {

@@ -14,7 +14,17 @@ type Target struct {
 	Model    string
 }
 
-func (t Target) String() string { return t.Provider + "/" + t.Model }
+func (t Target) String() string {
+	if t.Provider == "" {
+		return t.Model
+	}
+	return t.Provider + "/" + t.Model
+}
+
+// Bare reports whether the target names a model without a provider: a
+// request's primary model without "/", which a router (a virtual key's
+// provider_configs) must assign a provider before it can be tried.
+func (t Target) Bare() bool { return t.Provider == "" }
 
 // ParseModel splits "<provider>/<model>". The model part may itself contain
 // slashes (openrouter/anthropic/claude-3.5-sonnet), so only the first one
@@ -34,11 +44,19 @@ type Plan struct {
 }
 
 // NewPlan parses the primary model and fallbacks, dropping duplicates so a
-// fallback equal to the primary is not tried twice.
+// fallback equal to the primary is not tried twice. A primary without any
+// "/" is a bare model (Target.Bare): the plan holds it without a provider
+// and the caller must route it or refuse it. Fallbacks always name their
+// provider.
 func NewPlan(primary string, fallbacks []string) (Plan, error) {
-	t, err := ParseModel(primary)
-	if err != nil {
-		return Plan{}, err
+	var t Target
+	if primary != "" && !strings.Contains(primary, "/") {
+		t = Target{Model: primary}
+	} else {
+		var err error
+		if t, err = ParseModel(primary); err != nil {
+			return Plan{}, err
+		}
 	}
 	plan := Plan{Targets: []Target{t}}
 	seen := map[Target]bool{t: true}

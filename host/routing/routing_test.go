@@ -26,6 +26,19 @@ func TestParseModelAndPlan(t *testing.T) {
 	if _, err := routing.NewPlan("openai/x", []string{"bad"}); err == nil || err.Error()[:12] != "fallbacks[0]" {
 		t.Fatalf("fallback error: %v", err)
 	}
+	// A primary without "/" is bare: kept without a provider for a router.
+	p, err = routing.NewPlan("gpt-4o", []string{"openai/gpt-4o"})
+	if err != nil || !p.Targets[0].Bare() || p.Targets[0].String() != "gpt-4o" || len(p.Targets) != 2 || p.Targets[1].Bare() {
+		t.Fatalf("bare plan %+v %v", p, err)
+	}
+	for _, bad := range []string{"", "/gpt", "openai/"} {
+		if _, err := routing.NewPlan(bad, nil); err == nil {
+			t.Errorf("primary %q accepted", bad)
+		}
+	}
+	if _, err := routing.NewPlan("openai/x", []string{"gpt-4o"}); err == nil {
+		t.Error("a bare fallback was accepted")
+	}
 }
 
 func TestSelectKeyWeightsAndFilters(t *testing.T) {

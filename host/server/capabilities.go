@@ -39,6 +39,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	}
 	s.auth.SetAccounts(us)
 	us.Routes(api)
+	s.users = us
 
 	prov, err := providers.New(ctx, providers.Options{Store: s.store, Secrets: s.secrets, Log: s.log})
 	if err != nil {
@@ -171,7 +172,7 @@ func (s *Server) provisionMCP(ctx context.Context, api *auth.Router) error {
 	s.closers = append(s.closers, svc.Close)
 	svc.Routes(api)
 	s.app.Use("/v1/mcp", func(c *fiber.Ctx) error {
-		if err := s.checkInferenceCaller(c); err != nil {
+		if err := s.checkToolCaller(c); err != nil {
 			return err
 		}
 		return c.Next()

@@ -25,7 +25,8 @@ func (s *Server) provisionGovernance(ctx context.Context, api *auth.Router) erro
 		pricer = s.govPricer
 	}
 	s.governance, err = governance.New(ctx, governance.Options{
-		Store: s.store, Counters: ctrs, Pricer: pricer, Log: s.log, Now: s.now,
+		Store: s.store, Counters: ctrs, Pricer: pricer, Log: s.log, Now: s.now, Rand: s.govRand,
+		MCPClients: mcpDirectory{s}, References: s.users,
 		RequireVirtualKey: gc.RequireVirtualKey, DefaultCompletionTokens: int64(gc.DefaultCompletionTokens),
 	})
 	if err != nil {

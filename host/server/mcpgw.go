@@ -23,7 +23,7 @@ func (m mcpClientTools) Tools(ctx context.Context) ([]mcpgw.Tool, error) {
 	}
 	out := make([]mcpgw.Tool, len(ts))
 	for i, t := range ts {
-		out[i] = mcpgw.Tool{Client: t.Client, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+		out[i] = mcpgw.Tool{Client: t.Client, ClientID: t.ClientID, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 	}
 	return out, nil
 }
@@ -55,7 +55,7 @@ func (s *Server) provisionMCPGateway() error {
 		DefaultMaxSteps: mc.DefaultMaxSteps, StepsLimit: mc.MaxSteps, ToolTimeout: mc.ToolTimeout.D(),
 		Version: Version, DisableLocalhostProtection: mc.DisableLocalhostProtection,
 		// /mcp callers authenticate like inference callers.
-		Authenticate: s.checkInferenceCaller,
+		Authenticate: s.checkToolCaller,
 	})
 	if err != nil {
 		return err
@@ -68,16 +68,32 @@ func (s *Server) provisionMCPGateway() error {
 // MCPGateway is the MCP gateway capability (/mcp, chat tool loop).
 func (s *Server) MCPGateway() *mcpgw.Service { return s.mcpgw }
 
-// checkInferenceCaller applies governance's caller check (a virtual key that
-// is unknown, disabled or expired, or missing when governance requires one,
-// is refused) to routes that call tools rather than models: /mcp and
-// /v1/mcp/*. Model calls are admitted by the inference gate itself.
-func (s *Server) checkInferenceCaller(c *fiber.Ctx) error {
+// checkToolCaller applies governance's caller check (a virtual key that is
+// unknown, disabled or expired, or missing when governance requires one, is
+// refused) to routes that call tools rather than models: /mcp and
+// /v1/mcp/*. A key with mcp_configs leaves its MCP tool policy in the
+// request's user context, which those routes apply. Model calls are
+// admitted by the inference gate itself.
+func (s *Server) checkToolCaller(c *fiber.Ctx) error {
 	if s.governance == nil {
 		return nil
 	}
-	if aerr := s.governance.CheckCaller(c); aerr != nil {
+	if aerr := s.governance.CheckToolCaller(c); aerr != nil {
 		return aerr
 	}
 	return nil
+}
+
+// mcpDirectory answers governance's questions about MCP clients (the
+// mcp_configs of virtual keys) from host/mcp. Governance is provisioned
+// first, so it reaches host/mcp through the server once that is; before
+// that every client is unknown.
+type mcpDirectory struct{ s *Server }
+
+// ClientID implements governance.MCPClients.
+func (d mcpDirectory) ClientID(ctx context.Context, ref string) (string, bool, error) {
+	if d.s.mcp == nil {
+		return "", false, nil
+	}
+	return d.s.mcp.ClientID(ctx, ref)
 }

@@ -66,14 +66,19 @@ type Server struct {
 	plugins *registry.Service
 	// async is set by provisionCapabilities and started once every route is mounted.
 	async *asyncjobs.Service
+	// users is the users capability; governance tells it of deleted teams
+	// and virtual keys so memberships go with them.
+	users *users.Service
 	// mcp is the MCP client capability, set by provisionCapabilities.
 	mcp *mcp.Service
 	// pricing is set by provisionCapabilities.
 	pricing *pricing.Service
 	// governance is set by provisionGovernance; govPricer overrides its
-	// pricer (WithGovernancePricer).
+	// pricer (WithGovernancePricer), govRand its routing randomness
+	// (WithGovernanceRand).
 	governance *governance.Service
 	govPricer  governance.Pricer
+	govRand    func() float64
 	// now is the clock handed to capabilities that take one (WithClock).
 	now func() time.Time
 	// directory answers users' questions about teams and virtual keys
@@ -107,6 +112,13 @@ func WithClock(now func() time.Time) Option {
 // bundled catalog (tests use fixed prices).
 func WithGovernancePricer(p governance.Pricer) Option {
 	return func(s *Server) { s.govPricer = p }
+}
+
+// WithGovernanceRand sets the random source of governance's weighted
+// provider routing (a number in [0, 1), safe for concurrent use); tests make
+// it deterministic.
+func WithGovernanceRand(rnd func() float64) Option {
+	return func(s *Server) { s.govRand = rnd }
 }
 
 // WithDirectory sets what host/users asks about teams and virtual keys

@@ -2,6 +2,7 @@ package users
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -102,4 +103,54 @@ func (s *Service) virtualKeyUsers(c *fiber.Ctx) error {
 		return apierr.Internal(err)
 	}
 	return c.JSON(fiber.Map{"users": users, "count": len(users), "total_count": total, "limit": limit, "offset": offset})
+}
+
+// TeamDeleted removes every user's membership of team id. Governance calls
+// it inside the transaction that deletes the team (both live in the same
+// store), so no user is left a member of a team that no longer exists and a
+// team created later never inherits old members.
+func (s *Service) TeamDeleted(tx store.Tx, id string) error {
+	return s.dropRefs(tx, func(r *userRecord) bool {
+		n := len(r.Teams)
+		r.Teams = slices.DeleteFunc(r.Teams, func(m Membership) bool { return m.TeamID == id })
+		return len(r.Teams) != n
+	})
+}
+
+// VirtualKeyDeleted detaches virtual key id from every user, inside the
+// transaction that deletes the key (see TeamDeleted).
+func (s *Service) VirtualKeyDeleted(tx store.Tx, id string) error {
+	return s.dropRefs(tx, func(r *userRecord) bool {
+		n := len(r.VirtualKeyIDs)
+		r.VirtualKeyIDs = slices.DeleteFunc(r.VirtualKeyIDs, func(v string) bool { return v == id })
+		return len(r.VirtualKeyIDs) != n
+	})
+}
+
+// dropRefs rewrites the users that drop changes. Users are scanned, like
+// the member listings: a deletion is a rare management action and users
+// number in the thousands at most. Writes wait for the scan to end.
+func (s *Service) dropRefs(tx store.Tx, drop func(*userRecord) bool) error {
+	var changed []userRecord
+	err := tx.Scan(nsUsers, store.ScanOptions{}, func(_ string, v []byte) error {
+		var u userRecord
+		if err := jsonUnmarshal(v, &u); err != nil {
+			return err
+		}
+		if drop(&u) {
+			changed = append(changed, u)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("users: scan for references: %w", err)
+	}
+	now := s.now().UTC()
+	for i := range changed {
+		changed[i].UpdatedAt = now
+		if err := store.PutJSON(tx, nsUsers, changed[i].ID, changed[i]); err != nil {
+			return fmt.Errorf("users: drop references of %s: %w", changed[i].ID, err)
+		}
+	}
+	return nil
 }
