@@ -21,6 +21,8 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/wasmgate/gateway/host/plugins"
 	"github.com/wasmgate/gateway/pluginsdk"
@@ -291,9 +293,11 @@ func (p *Plugin) Invoke(ctx context.Context, hook pluginsdk.Hook, in plugins.Inp
 		return out, plugins.GuestError(p.name, hook, pe.Code, pe.Message)
 	}
 	switch {
-	case cctx.Err() != nil && ctx.Err() == nil:
+	case (cctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) && ctx.Err() == nil:
 		// Our deadline, not the caller's: the plugin hangs. Kill it rather
-		// than let stuck calls pile up in it.
+		// than let stuck calls pile up in it. gRPC sends the deadline to
+		// the subprocess, whose side may expire and reset the stream a
+		// moment before our context reports it.
 		p.mu.Lock()
 		p.retireLocked(pr, "call exceeded its deadline")
 		p.mu.Unlock()
