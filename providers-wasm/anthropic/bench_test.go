@@ -38,8 +38,20 @@ func benchInputs(b *testing.B) (req, resp []byte) {
 }
 
 func BenchmarkRequestResponseNative(b *testing.B) {
-	req, resp := benchInputs(b)
+	benchNative(b, New())
+}
+
+// The gateway runs its bundled adapters with {"validate_input": false}
+// (see host/plugins/registry): the *Unvalidated benchmarks measure that
+// configuration, the path a translated request actually takes.
+func BenchmarkRequestResponseNativeUnvalidated(b *testing.B) {
 	a := New()
+	a.skipValidation = true
+	benchNative(b, a)
+}
+
+func benchNative(b *testing.B, a *Adapter) {
+	req, resp := benchInputs(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := a.AdaptRequest(req); err != nil {
@@ -54,8 +66,19 @@ func BenchmarkRequestResponseNative(b *testing.B) {
 // Under wazero as a trusted module (no termination checks), the way a
 // first-party adapter is installed.
 func BenchmarkRequestResponseWasm(b *testing.B) {
+	benchWasm(b, nil)
+}
+
+func BenchmarkRequestResponseWasmUnvalidated(b *testing.B) {
+	benchWasm(b, json.RawMessage(unvalidated))
+}
+
+// unvalidated is the config the gateway gives its bundled adapters.
+const unvalidated = `{"validate_input":false}`
+
+func benchWasm(b *testing.B, config any) {
 	req, resp := benchInputs(b)
-	p := plugintest.LoadWasm(b, plugintest.BuildWasm(b, "."), plugintest.Options{Name: "adapter-anthropic", Trusted: true})
+	p := plugintest.LoadWasm(b, plugintest.BuildWasm(b, "."), plugintest.Options{Name: "adapter-anthropic", Trusted: true, Config: config})
 	ctx := context.Background()
 	if !p.Trusted() {
 		b.Fatal("module not trusted")
@@ -72,7 +95,15 @@ func BenchmarkRequestResponseWasm(b *testing.B) {
 }
 
 func BenchmarkStreamEventWasm(b *testing.B) {
-	p := plugintest.LoadWasm(b, plugintest.BuildWasm(b, "."), plugintest.Options{Name: "adapter-anthropic", Trusted: true})
+	benchStreamWasm(b, nil)
+}
+
+func BenchmarkStreamEventWasmUnvalidated(b *testing.B) {
+	benchStreamWasm(b, json.RawMessage(unvalidated))
+}
+
+func benchStreamWasm(b *testing.B, config any) {
+	p := plugintest.LoadWasm(b, plugintest.BuildWasm(b, "."), plugintest.Options{Name: "adapter-anthropic", Trusted: true, Config: config})
 	events := readSSE(b, readTestdata(b, "fake_stream_text.sse"))
 	batches := splitBatches(b, events, 1)
 	st, _ := p.AdaptStream(context.Background(), pluginsdk.StreamInput{Batch: batches[0]})
@@ -86,7 +117,16 @@ func BenchmarkStreamEventWasm(b *testing.B) {
 }
 
 func BenchmarkStreamEventNative(b *testing.B) {
+	benchStreamNative(b, New())
+}
+
+func BenchmarkStreamEventNativeUnvalidated(b *testing.B) {
 	a := New()
+	a.skipValidation = true
+	benchStreamNative(b, a)
+}
+
+func benchStreamNative(b *testing.B, a *Adapter) {
 	events := readSSE(b, readTestdata(b, "fake_stream_text.sse"))
 	batches := splitBatches(b, events, 1)
 	st, _ := a.AdaptStream(pluginsdk.StreamInput{Batch: batches[0]})
