@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // The decoders face upstream bytes: whatever arrives, they must answer an
@@ -77,7 +78,8 @@ func FuzzAdaptRequest(f *testing.F) {
 	})
 }
 
-// validJSON must agree with encoding/json on every input.
+// jsonx.Valid (which began here as validJSON) must agree with
+// encoding/json on every input, bedrock payloads included.
 func FuzzValidJSON(f *testing.F) {
 	seedFiles(f, "*/*.json")
 	for _, s := range []string{``, ` `, `1`, `-0.5e+3`, `01`, `1.`, `-`, `"\u00e9\ud83d"`, `"\x"`, "\"\x01\"", `[1,]`, `{"a":1,}`,
@@ -85,8 +87,8 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", b, got, want)
+		if got, want := jsonx.Valid(b), json.Valid(b); got != want {
+			t.Fatalf("jsonx.Valid(%q) = %v, json.Valid = %v", b, got, want)
 		}
 	})
 }

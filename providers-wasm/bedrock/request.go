@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // reqInput is the part of AdaptRequestInput the adapter uses, read by
@@ -20,13 +21,13 @@ type reqInput struct {
 }
 
 // parseRequestInput reads the envelope. The host builds it with
-// encoding/json from a body it validated at ingress, so validJSON is a
+// encoding/json from a body it validated at ingress, so jsonx.Valid is a
 // guard rather than a filter: it keeps the promise that the spans copied
 // to the output are well-formed whoever calls the hook, at about a fifth
 // of the hook's time (json.Valid took half).
 func parseRequestInput(in []byte) (reqInput, error) {
 	var r reqInput
-	if !validJSON(in) {
+	if !jsonx.Valid(in) {
 		return r, badRequest("adapt_request input is not a JSON object")
 	}
 	// One pass over the envelope: looking fields up one by one would skip

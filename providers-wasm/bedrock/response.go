@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // idCounter numbers generated completion ids. It starts at a random value
@@ -23,7 +24,7 @@ func newID() string { return "chatcmpl-bedrock-" + strconv.FormatUint(idCounter.
 // AdaptResponse maps a Converse, InvokeModel (embeddings) or
 // ListFoundationModels answer to the unified response.
 func (*Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
-	if !validJSON(in) || in[skipWS(in, 0)] != '{' {
+	if !jsonx.Valid(in) || in[skipWS(in, 0)] != '{' {
 		return pluginsdk.Output{}, badUpstream("adapt_response input is not a JSON object")
 	}
 	body, _ := field(in, "body")

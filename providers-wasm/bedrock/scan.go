@@ -11,7 +11,7 @@ import (
 // input instead of decoding it with reflection (several times slower under
 // wasm, see the wasm findings): text is copied to the output still escaped,
 // which is valid JSON on both sides. Every entry point validates its input
-// with validJSON first, so the spans below always come from well-formed
+// with jsonx.Valid first, so the spans below always come from well-formed
 // JSON and malformed input is an error, never a panic.
 
 // forEachField calls fn with the raw key (escaped, no quotes) and value span

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // streamState is what the adapter keeps between batches of one stream, as
@@ -28,7 +29,7 @@ func parseState(b []byte) (streamState, error) {
 		s.id, s.created = newID(), time.Now().Unix()
 		return s, nil
 	}
-	if !validJSON(b) || b[skipWS(b, 0)] != '{' {
+	if !jsonx.Valid(b) || b[skipWS(b, 0)] != '{' {
 		return s, &pluginsdk.Error{Code: 500, Message: "bedrock: stream state is corrupt"}
 	}
 	s.id = strValue(b, "id")
@@ -109,7 +110,7 @@ func (*Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) 
 		if len(in.Batch) == 0 {
 			return invokeStream(in.State, []byte("[]"))
 		}
-		if !validJSON(in.Batch) {
+		if !jsonx.Valid(in.Batch) {
 			return pluginsdk.Output{}, badUpstream("stream batch is not a JSON array of events")
 		}
 		return invokeStream(in.State, in.Batch)
@@ -122,7 +123,7 @@ func (*Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) 
 	if len(batch) == 0 {
 		batch = []byte("[]")
 	}
-	if !validJSON(batch) || batch[skipWS(batch, 0)] != '[' {
+	if !jsonx.Valid(batch) || batch[skipWS(batch, 0)] != '[' {
 		return pluginsdk.Output{}, badUpstream("stream batch is not a JSON array of events")
 	}
 	c := chunker{st: &st}
