@@ -14,6 +14,14 @@ import (
 // benchResponse the matching Messages answer: one adapt_request plus one
 // adapt_response is the adapter's work for a non-streamed call.
 func benchInputs(b *testing.B) (req, resp []byte) {
+	req, resp, n := benchPayloads()
+	b.ReportMetric(float64(n), "req-bytes")
+	return req, resp
+}
+
+// benchPayloads builds the benchmark's adapt_request and adapt_response
+// inputs; n is the size of the chat body.
+func benchPayloads() (req, resp []byte, n int) {
 	body := map[string]any{
 		"model": "claude-sonnet-4-20250514", "max_tokens": 512, "temperature": 0.3,
 		"messages": []any{
@@ -33,8 +41,7 @@ func benchInputs(b *testing.B) (req, resp []byte) {
 		strings.Repeat("Tomorrow will be sunny. ", 15) + `"}],"stop_reason":"end_turn","stop_sequence":null,` +
 		`"usage":{"input_tokens":500,"output_tokens":90,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}`
 	resp, _ = json.Marshal(pluginsdk.AdaptResponseInput{RequestType: "chat.completion", Status: 200, Body: json.RawMessage(msg)})
-	b.ReportMetric(float64(len(bb)), "req-bytes")
-	return req, resp
+	return req, resp, len(bb)
 }
 
 func BenchmarkRequestResponseNative(b *testing.B) {
