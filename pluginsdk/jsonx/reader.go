@@ -54,6 +54,10 @@ func (r *Reader) Failed() bool { return r.bad }
 // Pos is the read position (see Reader.i), for callers that keep spans.
 func (r *Reader) Pos() int { return r.i }
 
+// Since returns the document from start, an earlier Pos, to the read
+// position: the raw text of a value read since, say.
+func (r *Reader) Since(start int) []byte { return r.b[start:r.i] }
+
 func (r *Reader) fail() {
 	r.bad = true
 	r.i = len(r.b)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"unicode/utf16"
@@ -75,7 +76,10 @@ func str(raw []byte) string {
 
 // unescape decodes the escapes of a JSON string body. Invalid escapes are
 // kept literally: the input was validated, so they do not occur.
-func unescape(b []byte) string {
+func unescape(b []byte) string { return string(unescapeBytes(b)) }
+
+// unescapeBytes is unescape into a new slice.
+func unescapeBytes(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); i++ {
 		c := b[i]
@@ -119,7 +123,7 @@ func unescape(b []byte) string {
 			out = append(out, b[i])
 		}
 	}
-	return string(out)
+	return out
 }
 
 func hex4(b []byte) (rune, int) {
@@ -150,41 +154,40 @@ func intOf(raw []byte) (int64, bool) {
 	return n, true
 }
 
-// enc appends JSON. It tracks, per open object or array, whether a
-// separator is due, so callers never count commas.
+// enc appends JSON. A member or element needs a comma before it unless it
+// is the first in its container, which is exactly when the byte before it
+// is the container's opening brace or bracket: sep looks at that byte, so
+// callers never count commas and enc keeps no stack.
 type enc struct {
-	b     []byte
-	first []bool
+	b []byte
 }
 
 func (e *enc) sep() {
-	if n := len(e.first); n > 0 {
-		if e.first[n-1] {
-			e.first[n-1] = false
-		} else {
-			e.b = append(e.b, ',')
-		}
+	if n := len(e.b); n > 0 && e.b[n-1] != '{' && e.b[n-1] != '[' {
+		e.b = append(e.b, ',')
 	}
 }
 
 // obj and arr open an object or array as a value: call key or elem first
 // when they are a member or element of an enclosing container.
-func (e *enc) obj() { e.b = append(e.b, '{'); e.first = append(e.first, true) }
-func (e *enc) arr() { e.b = append(e.b, '['); e.first = append(e.first, true) }
-func (e *enc) end(c byte) {
-	e.b = append(e.b, c)
-	e.first = e.first[:len(e.first)-1]
-}
-func (e *enc) endObj() { e.end('}') }
-func (e *enc) endArr() { e.end(']') }
+func (e *enc) obj()    { e.b = append(e.b, '{') }
+func (e *enc) arr()    { e.b = append(e.b, '[') }
+func (e *enc) endObj() { e.b = append(e.b, '}') }
+func (e *enc) endArr() { e.b = append(e.b, ']') }
 
-// key starts an object member; elem starts an array element.
+// key starts an object member. Keys are literals of this package that need
+// no escaping, so they are copied as they are.
 func (e *enc) key(k string) {
 	e.sep()
-	e.b = jsonx.AppendString(e.b, k)
-	e.b = append(e.b, ':')
+	e.b = append(e.b, '"')
+	e.b = append(e.b, k...)
+	e.b = append(e.b, '"', ':')
 }
 func (e *enc) elem() { e.sep() }
+
+// lit appends JSON text written out in the code (punctuation included),
+// for fixed runs of output where one copy beats a call per token.
+func (e *enc) lit(s string) { e.b = append(e.b, s...) }
 
 func (e *enc) str(s string) { e.b = jsonx.AppendString(e.b, s) }
 func (e *enc) raw(r []byte) { e.b = append(e.b, r...) }
@@ -211,4 +214,38 @@ func (e *enc) rawKey(k []byte) {
 	e.b = append(e.b, '"')
 	e.b = append(e.b, k...)
 	e.b = append(e.b, '"', ':')
+}
+
+// strOf writes the JSON string value raw again, as e.str(str(raw)) would:
+// a string of printable ASCII without escapes (model names, ids) is copied
+// as it is, anything else is decoded and re-encoded.
+func (e *enc) strOf(raw []byte) {
+	if isString(raw) && plainASCII(raw[1:len(raw)-1]) {
+		e.b = append(e.b, raw...)
+		return
+	}
+	e.str(str(raw))
+}
+
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// text returns the content of the JSON string raw: the bytes between the
+// quotes when there is no escape (no copy), decoded otherwise; nil when raw
+// is not a string. It is str without the allocation, for comparisons.
+func text(raw []byte) []byte {
+	if !isString(raw) {
+		return nil
+	}
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return body
+	}
+	return []byte(unescape(body))
 }
