@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // The decoders face bytes from upstreams and clients: whatever comes in,
@@ -118,5 +120,24 @@ func FuzzUnvalidatedHooks(f *testing.F) {
 		_, _ = a.AdaptRequest(in)
 		_, _ = a.AdaptResponse(in)
 		_, _ = a.AdaptStream(pluginsdk.StreamInput{Batch: in})
+	})
+}
+
+// appendCompactString must write what compacting with encoding/json and
+// then quoting with jsonx.AppendString writes, for every valid value.
+func FuzzAppendCompactString(f *testing.F) {
+	for _, s := range []string{`{}`, `{ "a" : [ 1 , "x y" ] , "b" : { } }`, `{"s":"q\"\\ \u00e9 <>&\n\/"}`, "{\n  \"k\": \"v\"\n}",
+		`"\\\""`, `[" \t",true,null,-1.5e3]`, "{\"\xff\":\"\xe2\x80\xa8\"}", `"é😀"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) != nil {
+			return
+		}
+		want := jsonx.AppendString(nil, buf.String())
+		if got := appendCompactString(nil, raw); !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %s want %s", raw, got, want)
+		}
 	})
 }

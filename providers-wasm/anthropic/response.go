@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // finishReason maps a Messages stop_reason to a chat finish_reason.
@@ -68,193 +68,324 @@ func (u *usageCounts) write(e *enc) {
 }
 
 // AdaptResponse implements adapt_response for chat, count_tokens and
-// list_models answers.
+// list_models answers. Like adapt_request it reads its input once: the
+// upstream body is read where it sits in the input.
 func (a *Adapter) AdaptResponse(input []byte) (pluginsdk.Output, error) {
 	if !a.valid(input) {
 		return pluginsdk.Output{}, badUpstream("adapt_response: input is not JSON")
 	}
-	var reqType, model string
-	var body []byte
-	if !eachField(input, func(k, v []byte) bool {
+	var reqType, model, body []byte
+	var msg message
+	r := jsonx.NewReader(input)
+	if !r.Object() {
+		return pluginsdk.Output{}, badUpstream("adapt_response: input is not an object")
+	}
+	for k, ok := r.Member(); ok; k, ok = r.Member() {
 		switch string(k) {
 		case "request_type":
-			reqType = str(v)
+			reqType = r.Value()
 		case "model":
-			model = str(v)
+			model = r.Value()
 		case "body":
-			body = v
+			// Read as a Messages answer whatever the request type (the
+			// type may come later); count_tokens and list_models answers
+			// use the raw body.
+			start := r.Pos()
+			msg.read(&r)
+			body = r.Since(start)
 		}
-		return true
-	}) {
-		return pluginsdk.Output{}, badUpstream("adapt_response: input is not an object")
+	}
+	if r.Failed() {
+		return pluginsdk.Output{}, badUpstream("adapt_response: input is not JSON")
 	}
 	if !isObject(body) {
 		return pluginsdk.Output{}, badUpstream("Anthropic answered a body that is not a JSON object")
 	}
-	switch reqType {
+	switch typ := string(text(reqType)); typ {
 	case pluginsdk.RequestChat, "":
-		out, err := messageToChat(body, model, a.now().Unix())
+		out, err := msg.toChat(len(input), model, a.now().Unix())
 		return pluginsdk.Replace(out), err
 	case pluginsdk.RequestCountTokens:
-		n, ok := intOf(get(body, "input_tokens"))
+		n, ok := intOf(msg.inputTokens)
 		if !ok {
 			return pluginsdk.Output{}, badUpstream("count_tokens answer without input_tokens")
 		}
 		var e enc
-		e.obj()
-		e.kstr("object", "count_tokens")
-		e.kint("input_tokens", n)
+		e.lit(`{"object":"count_tokens","input_tokens":`)
+		e.int(n)
 		e.endObj()
 		return pluginsdk.Replace(e.b), nil
 	case pluginsdk.RequestListModels:
 		return pluginsdk.Replace(modelList(body)), nil
+	default:
+		return pluginsdk.Output{}, badRequest("adapter-anthropic does not translate %q responses", typ)
 	}
-	return pluginsdk.Output{}, badRequest("adapter-anthropic does not translate %q responses", reqType)
 }
 
-// messageToChat maps a Messages response to a chat.completion.
-func messageToChat(body []byte, fallbackModel string, created int64) ([]byte, error) {
-	var id, model, content, stop []byte
-	var usage usageCounts
-	eachField(body, func(k, v []byte) bool {
+// message is what the mapping takes from a Messages answer.
+type message struct {
+	id, model, stop []byte
+	// content: "content" was an array, read into parts.
+	content bool
+	parts   assistantParts
+	usage   usageCounts
+	// inputTokens is count_tokens' answer.
+	inputTokens []byte
+}
+
+// read reads the body the reader is at (anything but an object is left to
+// be skipped). A repeated member counts as encoding/json would count it:
+// the last one wins, and usage objects update one another.
+func (m *message) read(r *jsonx.Reader) {
+	*m = message{parts: m.parts.reset()}
+	if !r.Object() {
+		return
+	}
+	for k, ok := r.Member(); ok; k, ok = r.Member() {
 		switch string(k) {
 		case "id":
-			id = v
+			m.id = r.Value()
 		case "model":
-			model = v
+			m.model = r.Value()
 		case "content":
-			content = v
+			m.content = r.Kind() == '['
+			m.parts = m.parts.reset()
+			if m.content {
+				m.parts.read(r)
+			}
 		case "stop_reason":
-			stop = v
+			m.stop = r.Value()
 		case "usage":
-			usage.read(v)
+			m.usage.read(r.Value())
+		case "input_tokens":
+			// count_tokens answers {"input_tokens": n}; the first one,
+			// as a lookup finds it.
+			if m.inputTokens == nil {
+				m.inputTokens = r.Value()
+			}
 		}
-		return true
-	})
-	if !isArray(content) {
+	}
+}
+
+// toChat maps the answer to a chat.completion; n sizes the output.
+func (m *message) toChat(n int, fallbackModel []byte, created int64) ([]byte, error) {
+	if !m.content {
 		return nil, badUpstream("Anthropic answer without a content array")
 	}
 	var e enc
-	e.b = make([]byte, 0, len(body)+256)
-	e.obj()
-	e.key("id")
-	if isString(id) {
-		e.raw(id)
+	e.b = make([]byte, 0, n+256)
+	e.lit(`{"id":`)
+	if isString(m.id) {
+		e.raw(m.id)
 	} else {
-		e.str("")
+		e.lit(`""`)
 	}
-	e.kstr("object", "chat.completion")
-	e.kint("created", created)
-	e.key("model")
-	if isString(model) {
-		e.raw(model)
+	e.lit(`,"object":"chat.completion","created":`)
+	e.int(created)
+	e.lit(`,"model":`)
+	if isString(m.model) {
+		e.raw(m.model)
+	} else if isString(fallbackModel) {
+		e.strOf(fallbackModel)
 	} else {
-		e.str(fallbackModel)
+		e.lit(`""`)
 	}
-	e.key("choices")
-	e.arr()
-	e.elem()
-	e.obj()
-	e.kint("index", 0)
-	e.key("message")
-	writeAssistantMessage(&e, content)
-	e.kstr("finish_reason", finishReason(str(stop)))
-	e.endObj()
-	e.endArr()
-	e.key("usage")
-	usage.write(&e)
+	e.lit(`,"choices":[{"index":0,"message":{"role":"assistant"`)
+	m.parts.write(&e)
+	e.lit(`},"finish_reason":"`)
+	e.lit(finishReason(string(text(m.stop))))
+	e.lit(`"}],"usage":`)
+	m.usage.write(&e)
 	e.endObj()
 	return e.b, nil
 }
 
-// writeAssistantMessage turns content blocks into a chat message.
-func writeAssistantMessage(e *enc, content []byte) {
-	e.obj()
-	e.kstr("role", "assistant")
-	writeAssistantMessageBody(e, content)
-	e.endObj()
+// writeAssistantMessageBody writes the members of a chat assistant message
+// that follow its role, for the Messages content blocks in the array
+// content.
+func writeAssistantMessageBody(e *enc, content []byte) {
+	var p assistantParts
+	r := jsonx.NewReader(content)
+	if r.Kind() == '[' {
+		p.read(&r)
+	}
+	p.write(e)
 }
 
-// writeAssistantMessageBody writes the members of a chat assistant message
-// other than role: text blocks joined into content, tool_use blocks into
-// tool_calls, thinking into reasoning_content plus thinking_blocks, which
-// keep the signatures (and redacted blocks) a client must send back on the
-// next turn of a tool-using conversation with thinking on.
-func writeAssistantMessageBody(e *enc, content []byte) {
-	var text, reasoning []byte
-	var haveText, haveReasoning bool
-	var toolCalls, thinking [][]byte
-	eachElem(content, func(b []byte) {
-		switch str(get(b, "type")) {
+// assistantParts are the content blocks of an answer as spans: text blocks
+// are joined into content, tool_use blocks become tool_calls, thinking
+// becomes reasoning_content plus thinking_blocks, which keep the
+// signatures (and redacted blocks) a client must send back on the next
+// turn of a tool-using conversation with thinking on.
+type assistantParts struct {
+	// texts and reasoning are the escaped bodies of the text and thinking
+	// strings: joining the escaped bodies is joining the texts.
+	texts, reasoning [][]byte
+	haveText         bool
+	haveReasoning    bool
+	// thinking holds thinking and redacted_thinking blocks as they are.
+	thinking [][]byte
+	tools    []toolCall
+}
+
+// toolCall is a tool_use block's id, name and input.
+type toolCall struct{ id, name, input []byte }
+
+func (p assistantParts) reset() assistantParts {
+	return assistantParts{texts: p.texts[:0], reasoning: p.reasoning[:0], thinking: p.thinking[:0], tools: p.tools[:0]}
+}
+
+// read reads the content array the reader is at.
+func (p *assistantParts) read(r *jsonx.Reader) {
+	for r.Array(); r.Element(); {
+		if r.Kind() != '{' {
+			continue
+		}
+		start := r.Pos()
+		// The first of a repeated key, as a lookup would find it.
+		var typ, txt, thinking, id, name, input []byte
+		r.Object()
+		for k, ok := r.Member(); ok; k, ok = r.Member() {
+			var dst *[]byte
+			switch string(k) {
+			case "type":
+				dst = &typ
+			case "text":
+				dst = &txt
+			case "thinking":
+				dst = &thinking
+			case "id":
+				dst = &id
+			case "name":
+				dst = &name
+			case "input":
+				dst = &input
+			}
+			if dst != nil && *dst == nil {
+				*dst = r.Value()
+			}
+		}
+		switch string(text(typ)) {
 		case "text":
-			if t := get(b, "text"); isString(t) {
-				text = append(text, t[1:len(t)-1]...)
-				haveText = true
+			if isString(txt) {
+				p.texts = append(p.texts, txt[1:len(txt)-1])
+				p.haveText = true
 			}
 		case "thinking":
-			if t := get(b, "thinking"); isString(t) {
-				reasoning = append(reasoning, t[1:len(t)-1]...)
-				haveReasoning = true
+			if isString(thinking) {
+				p.reasoning = append(p.reasoning, thinking[1:len(thinking)-1])
+				p.haveReasoning = true
 			}
-			thinking = append(thinking, b)
+			p.thinking = append(p.thinking, r.Since(start))
 		case "redacted_thinking":
-			thinking = append(thinking, b)
+			p.thinking = append(p.thinking, r.Since(start))
 		case "tool_use":
-			toolCalls = append(toolCalls, b)
+			p.tools = append(p.tools, toolCall{id: id, name: name, input: input})
 		}
-	})
-	e.key("content")
-	if haveText || len(toolCalls) == 0 {
-		// Joining the escaped bodies is joining the texts.
-		e.b = append(append(append(e.b, '"'), text...), '"')
+	}
+}
+
+// write writes the members after "role" (each with its leading comma).
+func (p *assistantParts) write(e *enc) {
+	e.lit(`,"content":`)
+	if p.haveText || len(p.tools) == 0 {
+		e.b = append(e.b, '"')
+		for _, t := range p.texts {
+			e.b = append(e.b, t...)
+		}
+		e.b = append(e.b, '"')
 	} else {
 		e.null()
 	}
-	if haveReasoning {
-		e.key("reasoning_content")
-		e.b = append(append(append(e.b, '"'), reasoning...), '"')
+	if p.haveReasoning {
+		e.lit(`,"reasoning_content":"`)
+		for _, t := range p.reasoning {
+			e.b = append(e.b, t...)
+		}
+		e.b = append(e.b, '"')
 	}
-	if len(thinking) > 0 {
-		e.key("thinking_blocks")
-		e.arr()
-		for _, b := range thinking {
+	if len(p.thinking) > 0 {
+		e.lit(`,"thinking_blocks":[`)
+		for _, b := range p.thinking {
 			e.elem()
 			e.raw(b)
 		}
 		e.endArr()
 	}
-	if len(toolCalls) == 0 {
+	if len(p.tools) == 0 {
 		return
 	}
-	e.key("tool_calls")
-	e.arr()
-	for _, b := range toolCalls {
+	e.lit(`,"tool_calls":[`)
+	for _, t := range p.tools {
 		e.elem()
-		e.obj()
-		e.kraw("id", orEmpty(get(b, "id")))
-		e.kstr("type", "function")
-		e.key("function")
-		e.obj()
-		e.kraw("name", orEmpty(get(b, "name")))
-		input := get(b, "input")
+		e.lit(`{"id":`)
+		e.raw(orEmpty(t.id))
+		e.lit(`,"type":"function","function":{"name":`)
+		e.raw(orEmpty(t.name))
+		input := t.input
 		if !present(input) {
 			input = []byte("{}")
 		}
 		// arguments is the input object as a JSON string, compacted
 		// because clients concatenate and compare it.
-		e.kstr("arguments", string(compact(input)))
-		e.endObj()
-		e.endObj()
+		e.lit(`,"arguments":`)
+		e.b = appendCompactString(e.b, input)
+		e.lit(`}}`)
 	}
 	e.endArr()
 }
 
-func compact(raw []byte) []byte {
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return raw
+// appendCompactString appends raw, a JSON value with its insignificant
+// whitespace removed, as a JSON string: jsonx.AppendString(compact(raw))
+// in one pass and without the intermediate copies. raw comes from a
+// document that was validated (or that the host produced).
+func appendCompactString(dst, raw []byte) []byte {
+	dst = append(dst, '"')
+	inString := false
+	start := 0 // raw[start:i] is pending, to be copied as it is
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '"':
+			dst = append(dst, raw[start:i]...)
+			dst = append(dst, '\\', '"')
+			start = i + 1
+			inString = !inString
+		case c == '\\':
+			dst = append(dst, raw[start:i]...)
+			dst = append(dst, '\\', '\\')
+			start = i + 1
+			if inString && i+1 < len(raw) {
+				// The escaped byte is copied as it is, except the two that
+				// need escaping again; an escaped quote ends no string.
+				i++
+				if n := raw[i]; n == '"' || n == '\\' {
+					dst = append(dst, '\\', n)
+					start = i + 1
+				}
+			}
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			dst = append(dst, raw[start:i]...)
+			start = i + 1
+		case c >= utf8.RuneSelf:
+			// Invalid UTF-8 becomes U+FFFD, as AppendString writes it.
+			if r, n := utf8.DecodeRune(raw[i:]); r == utf8.RuneError && n == 1 {
+				dst = append(dst, raw[start:i]...)
+				dst = append(dst, `\ufffd`...)
+				start = i + 1
+			} else {
+				i += n - 1
+			}
+		case c < 0x20:
+			// Only in malformed input: escaped as AppendString would.
+			dst = append(dst, raw[start:i]...)
+			q := jsonx.AppendString(nil, string(c))
+			dst = append(dst, q[1:len(q)-1]...)
+			start = i + 1
+		}
 	}
-	return buf.Bytes()
+	dst = append(dst, raw[start:]...)
+	return append(dst, '"')
 }
 
 // modelList maps GET /v1/models to an OpenAI model list.
