@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // stopReason maps a chat finish_reason back to a Messages stop_reason.
@@ -55,7 +55,7 @@ func (u usageCounts) writeNative(e *enc) {
 // error envelope) in, a Messages response out.
 func (a *Adapter) EgressResponse(unified []byte) (pluginsdk.Output, error) {
 	unified = bytes.TrimSpace(unified)
-	if !json.Valid(unified) || !isObject(unified) {
+	if !jsonx.Valid(unified) || !isObject(unified) {
 		return pluginsdk.Output{}, badUpstream("egress_response: input is not a JSON object")
 	}
 	if errObj := get(unified, "error"); isObject(errObj) {
@@ -205,7 +205,7 @@ func (s *egressState) decode(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if !json.Valid(b) || !eachField(b, func(k, v []byte) bool {
+	if !jsonx.Valid(b) || !eachField(b, func(k, v []byte) bool {
 		switch string(k) {
 		case "id":
 			s.id = v
@@ -304,7 +304,7 @@ func (a *Adapter) EgressStream(in pluginsdk.StreamInput) (pluginsdk.Output, erro
 	if err := st.decode(in.State); err != nil {
 		return pluginsdk.Output{}, err
 	}
-	if !json.Valid(in.Batch) || !isArray(in.Batch) {
+	if !jsonx.Valid(in.Batch) || !isArray(in.Batch) {
 		return pluginsdk.Output{}, badUpstream("egress_stream: batch is not a JSON array")
 	}
 	var w eventWriter

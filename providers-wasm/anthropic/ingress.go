@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // IngressRequest implements ingress_request: a native Messages request from
@@ -12,7 +12,7 @@ import (
 // inverse of adapt_request, so a Messages request that goes through both
 // reaches Anthropic as sent.
 func (a *Adapter) IngressRequest(native []byte) (pluginsdk.Output, error) {
-	if !json.Valid(native) || !isObject(bytes.TrimSpace(native)) {
+	if !jsonx.Valid(native) || !isObject(bytes.TrimSpace(native)) {
 		return pluginsdk.Output{}, badRequest("request body is not a JSON object")
 	}
 	native = bytes.TrimSpace(native)

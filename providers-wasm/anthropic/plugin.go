@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // anthropicVersion is the API version the mapping is written against; the
@@ -28,14 +29,14 @@ type Adapter struct {
 	// now stamps "created" on unified responses and chunks; tests fix it.
 	now func() time.Time
 	// skipValidation trusts the host to hand over well-formed JSON (the
-	// gateway validates everything it passes): the up-front json.Valid is
-	// about two thirds of the guest's time. The scanners still never index
+	// gateway validates everything it passes), saving the up-front
+	// jsonx.Valid, a full scan of the input. The readers still never index
 	// out of range on malformed input; they just do not diagnose it.
 	skipValidation bool
 }
 
 // valid reports whether b may be processed.
-func (a *Adapter) valid(b []byte) bool { return a.skipValidation || json.Valid(b) }
+func (a *Adapter) valid(b []byte) bool { return a.skipValidation || jsonx.Valid(b) }
 
 // New returns the adapter with the real clock (the host gives wasm guests
 // a real walltime).

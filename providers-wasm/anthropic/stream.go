@@ -1,9 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // streamState is what adapt_stream keeps between batches, in the opaque
@@ -27,7 +26,7 @@ func (s *streamState) decode(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if !json.Valid(b) || !eachField(b, func(k, v []byte) bool {
+	if !jsonx.Valid(b) || !eachField(b, func(k, v []byte) bool {
 		switch string(k) {
 		case "id":
 			s.id = v
