@@ -85,7 +85,7 @@ func (a *Adapter) AdaptRequest(input []byte) (pluginsdk.Output, error) {
 	}
 	var e enc
 	e.b = make([]byte, 0, len(input)+len(input)/8+512)
-	switch typ := string(text(reqType)); typ {
+	switch string(text(reqType)) {
 	case pluginsdk.RequestChat, "":
 		e.lit(`{"method":"POST","path":"/messages","headers":{"anthropic-version":"` + anthropicVersion + `"},"body":`)
 		if err := writeMessagesBody(&e, &f, model, stream, false); err != nil {
@@ -104,7 +104,7 @@ func (a *Adapter) AdaptRequest(input []byte) (pluginsdk.Output, error) {
 		// for the whole catalogue in one call.
 		e.lit(`{"method":"GET","path":"/models?limit=1000","headers":{"anthropic-version":"` + anthropicVersion + `"}`)
 	default:
-		return pluginsdk.Output{}, badRequest("adapter-anthropic does not translate %q requests", typ)
+		return pluginsdk.Output{}, badRequest("adapter-anthropic does not translate %q requests", text(reqType))
 	}
 	e.endObj()
 	return pluginsdk.Replace(e.b), nil

@@ -101,7 +101,7 @@ func (a *Adapter) AdaptResponse(input []byte) (pluginsdk.Output, error) {
 	if !isObject(body) {
 		return pluginsdk.Output{}, badUpstream("Anthropic answered a body that is not a JSON object")
 	}
-	switch typ := string(text(reqType)); typ {
+	switch string(text(reqType)) {
 	case pluginsdk.RequestChat, "":
 		out, err := msg.toChat(len(input), model, a.now().Unix())
 		return pluginsdk.Replace(out), err
@@ -118,7 +118,7 @@ func (a *Adapter) AdaptResponse(input []byte) (pluginsdk.Output, error) {
 	case pluginsdk.RequestListModels:
 		return pluginsdk.Replace(modelList(body)), nil
 	default:
-		return pluginsdk.Output{}, badRequest("adapter-anthropic does not translate %q responses", typ)
+		return pluginsdk.Output{}, badRequest("adapter-anthropic does not translate %q responses", text(reqType))
 	}
 }
 
