@@ -26,11 +26,12 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index after the closing quote of the string whose
-// opening quote is at i, or -1. It jumps from quote to quote with
-// bytes.IndexByte (assembly on every port, wasm included) instead of
-// looking at each byte: strings are most of a chat request.
-func skipString(b []byte, i int) int {
+// skipStringIndex returns the index after the closing quote of the string
+// whose opening quote is at i, or -1. It jumps from quote to quote with
+// bytes.IndexByte (vector instructions natively) instead of looking at
+// each byte: strings are most of a chat request. skipString picks it or
+// skipStringWords by platform.
+func skipStringIndex(b []byte, i int) int {
 	i++
 	for {
 		j := bytes.IndexByte(b[i:], '"')

@@ -89,3 +89,20 @@ func TestForEachMessageText(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// The two string skippers must agree wherever a string starts.
+func FuzzSkipString(f *testing.F) {
+	for _, s := range []string{`""`, `"abc"`, `"a\"b"`, `"a\\"b"`, `"\\\\\"x\""`, `"0123456789\"0123456789\\"`, `"abc`, `"abcdefgh\`, `"x\u0022"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for i := range b {
+			if b[i] != '"' {
+				continue
+			}
+			if w, x := skipStringWords(b, i), skipStringIndex(b, i); w != x {
+				t.Fatalf("%q at %d: words %d, index %d", b, i, w, x)
+			}
+		}
+	})
+}
