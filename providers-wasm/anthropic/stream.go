@@ -22,47 +22,52 @@ type streamState struct {
 	usageSent bool
 }
 
+// decode reads the state blob. It is the adapter's own output, but it
+// crossed the host, so it is checked like any input.
 func (s *streamState) decode(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if !jsonx.Valid(b) || !eachField(b, func(k, v []byte) bool {
+	r := jsonx.NewReader(b)
+	if !jsonx.Valid(b) || !r.Object() {
+		return pluginsdk.Reject(500, "adapt_stream: corrupt stream state")
+	}
+	for k, ok := r.Member(); ok; k, ok = r.Member() {
 		switch string(k) {
 		case "id":
-			s.id = v
+			s.id = r.Value()
 		case "model":
-			s.model = v
+			s.model = r.Value()
 		case "created":
-			s.created, _ = intOf(v)
+			s.created, _ = intOf(r.Value())
 		case "u":
 			var n [4]int64
-			i := 0
-			eachElem(v, func(x []byte) {
-				if i < len(n) {
-					n[i], _ = intOf(x)
+			if r.Array() {
+				for i := 0; r.Element(); i++ {
+					if i < len(n) {
+						n[i], _ = intOf(r.Value())
+					}
 				}
-				i++
-			})
+			}
 			s.usage = usageCounts{input: n[0], output: n[1], cacheRead: n[2], cacheWrite: n[3]}
 		case "tb":
-			eachElem(v, func(x []byte) {
-				n, _ := intOf(x)
-				s.toolBlocks = append(s.toolBlocks, n)
-			})
+			if r.Array() {
+				for r.Element() {
+					n, _ := intOf(r.Value())
+					s.toolBlocks = append(s.toolBlocks, n)
+				}
+			}
 		case "r":
 			s.roleSent = true
 		case "d":
 			s.usageSent = true
 		}
-		return true
-	}) {
-		return pluginsdk.Reject(500, "adapt_stream: corrupt stream state")
 	}
 	return nil
 }
 
-func (s *streamState) encode() []byte {
-	var e enc
+// encode appends the state blob to e.
+func (s *streamState) encode(e *enc) {
 	e.obj()
 	if s.id != nil {
 		e.kraw("id", s.id)
@@ -71,16 +76,17 @@ func (s *streamState) encode() []byte {
 		e.kraw("model", s.model)
 	}
 	e.kint("created", s.created)
-	e.key("u")
-	e.arr()
-	for _, n := range []int64{s.usage.input, s.usage.output, s.usage.cacheRead, s.usage.cacheWrite} {
-		e.elem()
-		e.int(n)
-	}
+	e.lit(`,"u":[`)
+	e.int(s.usage.input)
+	e.lit(",")
+	e.int(s.usage.output)
+	e.lit(",")
+	e.int(s.usage.cacheRead)
+	e.lit(",")
+	e.int(s.usage.cacheWrite)
 	e.endArr()
 	if len(s.toolBlocks) > 0 {
-		e.key("tb")
-		e.arr()
+		e.lit(`,"tb":[`)
 		for _, n := range s.toolBlocks {
 			e.elem()
 			e.int(n)
@@ -88,13 +94,12 @@ func (s *streamState) encode() []byte {
 		e.endArr()
 	}
 	if s.roleSent {
-		e.kint("r", 1)
+		e.lit(`,"r":1`)
 	}
 	if s.usageSent {
-		e.kint("d", 1)
+		e.lit(`,"d":1`)
 	}
 	e.endObj()
-	return e.b
 }
 
 func (s *streamState) toolIndex(block int64) int {
@@ -119,18 +124,11 @@ func (w *chunkWriter) begin() {
 	if !w.st.roleSent {
 		w.st.roleSent = true
 		w.begin()
-		w.e.kstr("role", "assistant")
-		w.e.kstr("content", "")
-		w.finish(nil)
+		w.e.lit(`"role":"assistant","content":""`)
+		w.finish("")
 	}
 	w.head()
-	w.e.key("choices")
-	w.e.arr()
-	w.e.elem()
-	w.e.obj()
-	w.e.kint("index", 0)
-	w.e.key("delta")
-	w.e.obj()
+	w.e.lit(`,"choices":[{"index":0,"delta":{`)
 }
 
 func (w *chunkWriter) head() {
@@ -140,36 +138,31 @@ func (w *chunkWriter) head() {
 	}
 	w.n++
 	e.elem()
-	e.obj()
-	e.key("id")
+	e.lit(`{"id":`)
 	if w.st.id != nil {
 		e.raw(w.st.id)
 	} else {
-		e.str("")
+		e.lit(`""`)
 	}
-	e.kstr("object", "chat.completion.chunk")
-	e.kint("created", w.st.created)
-	e.key("model")
+	e.lit(`,"object":"chat.completion.chunk","created":`)
+	e.int(w.st.created)
+	e.lit(`,"model":`)
 	if w.st.model != nil {
 		e.raw(w.st.model)
 	} else {
-		e.str("")
+		e.lit(`""`)
 	}
 }
 
-// finish closes what begin opened, with finish_reason (nil = null).
-func (w *chunkWriter) finish(reason *string) {
-	e := &w.e
-	e.endObj() // delta
-	e.key("finish_reason")
-	if reason != nil {
-		e.str(*reason)
-	} else {
-		e.null()
+// finish closes what begin opened, with finish_reason ("" = null).
+func (w *chunkWriter) finish(reason string) {
+	if reason == "" {
+		w.e.lit(`},"finish_reason":null}]}`)
+		return
 	}
-	e.endObj() // choice
-	e.endArr() // choices
-	e.endObj() // chunk
+	w.e.lit(`},"finish_reason":"`)
+	w.e.lit(reason)
+	w.e.lit(`"}]}`)
 }
 
 // usage writes the final usage chunk: no choices, only usage, as OpenAI
@@ -178,188 +171,299 @@ func (w *chunkWriter) finish(reason *string) {
 func (w *chunkWriter) usage() {
 	w.st.usageSent = true
 	w.head()
-	w.e.key("choices")
-	w.e.arr()
-	w.e.endArr()
-	w.e.key("usage")
+	w.e.lit(`,"choices":[],"usage":`)
 	w.st.usage.write(&w.e)
 	w.e.endObj()
 }
 
-func (w *chunkWriter) result() []byte {
-	if w.n == 0 {
-		return nil
-	}
-	w.e.endArr()
-	return w.e.b
-}
-
 // AdaptStream implements adapt_stream: a batch of Messages SSE events in,
-// chat.completion.chunk objects out.
+// chat.completion.chunk objects out. The batch is read once, each event
+// where it sits; chunks and the new state are written to one buffer.
 func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) {
 	var st streamState
 	if err := st.decode(in.State); err != nil {
 		return pluginsdk.Output{}, err
 	}
-	if !a.valid(in.Batch) || !isArray(in.Batch) {
+	if !isArray(in.Batch) || !a.valid(in.Batch) {
 		return pluginsdk.Output{}, badUpstream("adapt_stream: batch is not a JSON array")
 	}
 	w := chunkWriter{st: &st}
+	w.e.b = make([]byte, 0, 2*len(in.Batch)+len(in.State)+256)
+	r := jsonx.NewReader(in.Batch)
 	var err error
-	eachElem(in.Batch, func(ev []byte) {
+	for r.Array(); r.Element(); {
 		if err == nil {
-			err = a.streamEvent(&w, ev)
+			err = a.streamEvent(&w, &r)
 		}
-	})
+	}
 	if err != nil {
 		return pluginsdk.Output{}, err
+	}
+	if r.Failed() {
+		// Only reachable with validation off.
+		return pluginsdk.Output{}, badUpstream("adapt_stream: batch is not a JSON array")
 	}
 	// A stream cut before message_stop still reports what was counted,
 	// so the tokens already spent are billed.
 	if in.End && !st.usageSent && st.id != nil {
 		w.usage()
 	}
-	out := pluginsdk.Output{Status: pluginsdk.StatusOK, Body: w.result(), State: st.encode()}
-	if out.Body == nil {
+	out := pluginsdk.Output{Status: pluginsdk.StatusOK}
+	if w.n > 0 {
+		w.e.endArr()
+		out.Body = w.e.b[:len(w.e.b):len(w.e.b)]
+	} else {
 		out.Status = pluginsdk.StatusNoOutput
 	}
+	n := len(w.e.b)
+	st.encode(&w.e)
+	out.State = w.e.b[n:]
 	return out, nil
 }
 
-// streamEvent maps one framed SSE event.
-func (a *Adapter) streamEvent(w *chunkWriter, ev []byte) error {
-	if !isObject(ev) {
+// streamEvent holds the parts of one framed SSE event the mapping reads,
+// as spans; like a lookup, the first of a repeated key counts.
+type streamEvent struct {
+	name, data []byte
+	// Members of data.
+	typ, index, usage, errObj []byte
+	// data.message.
+	msgID, msgModel, msgUsage []byte
+	// data.content_block and its members.
+	block                                        []byte
+	blockType, blockText, blockThinking, blockID []byte
+	blockName                                    []byte
+	// data.delta.
+	deltaType, deltaText, deltaJSON, deltaThinking, deltaSig, stopReason []byte
+}
+
+// first reads the value the reader is at into *dst unless a value is
+// there already (then it is left to be skipped).
+func first(r *jsonx.Reader, dst *[]byte) {
+	if *dst == nil {
+		*dst = r.Value()
+	}
+}
+
+// read reads the event object the reader is at (the caller checked it is
+// an object).
+func (ev *streamEvent) read(r *jsonx.Reader) {
+	haveData := false
+	r.Object()
+	for k, ok := r.Member(); ok; k, ok = r.Member() {
+		switch string(k) {
+		case "event":
+			first(r, &ev.name)
+		case "data":
+			if haveData {
+				break
+			}
+			haveData = true
+			start := r.Pos()
+			ev.readData(r)
+			ev.data = r.Since(start)
+		}
+	}
+}
+
+// readData reads the event's data: an object is read into ev, anything
+// else (an error event's text) is read whole.
+func (ev *streamEvent) readData(r *jsonx.Reader) {
+	if !r.Object() {
+		r.Value()
+		return
+	}
+	haveMsg, haveBlock, haveDelta := false, false, false
+	for k, ok := r.Member(); ok; k, ok = r.Member() {
+		switch string(k) {
+		case "type":
+			first(r, &ev.typ)
+		case "index":
+			first(r, &ev.index)
+		case "usage":
+			first(r, &ev.usage)
+		case "error":
+			first(r, &ev.errObj)
+		case "message":
+			// The first "message" counts, object or not.
+			if haveMsg {
+				break
+			}
+			haveMsg = true
+			if !r.Object() {
+				break
+			}
+			for k2, ok := r.Member(); ok; k2, ok = r.Member() {
+				switch string(k2) {
+				case "id":
+					first(r, &ev.msgID)
+				case "model":
+					first(r, &ev.msgModel)
+				case "usage":
+					first(r, &ev.msgUsage)
+				}
+			}
+		case "content_block":
+			if haveBlock {
+				break
+			}
+			haveBlock = true
+			start := r.Pos()
+			if r.Object() {
+				for k2, ok := r.Member(); ok; k2, ok = r.Member() {
+					switch string(k2) {
+					case "type":
+						first(r, &ev.blockType)
+					case "text":
+						first(r, &ev.blockText)
+					case "thinking":
+						first(r, &ev.blockThinking)
+					case "id":
+						first(r, &ev.blockID)
+					case "name":
+						first(r, &ev.blockName)
+					}
+				}
+			} else {
+				r.Value()
+			}
+			ev.block = r.Since(start)
+		case "delta":
+			if haveDelta {
+				break
+			}
+			haveDelta = true
+			if !r.Object() {
+				break
+			}
+			for k2, ok := r.Member(); ok; k2, ok = r.Member() {
+				switch string(k2) {
+				case "type":
+					first(r, &ev.deltaType)
+				case "text":
+					first(r, &ev.deltaText)
+				case "partial_json":
+					first(r, &ev.deltaJSON)
+				case "thinking":
+					first(r, &ev.deltaThinking)
+				case "signature":
+					first(r, &ev.deltaSig)
+				case "stop_reason":
+					first(r, &ev.stopReason)
+				}
+			}
+		}
+	}
+}
+
+// streamEvent maps the framed SSE event the reader is at.
+func (a *Adapter) streamEvent(w *chunkWriter, r *jsonx.Reader) error {
+	if r.Kind() != '{' {
 		return badUpstream("adapt_stream: event is not an object")
 	}
-	data := get(ev, "data")
-	name := str(get(ev, "event"))
-	if name == "" {
-		name = str(get(data, "type"))
+	var ev streamEvent
+	ev.read(r)
+	name := text(ev.name)
+	if len(name) == 0 {
+		name = text(ev.typ)
 	}
 	st := w.st
-	switch name {
+	switch string(name) {
 	case "message_start":
-		msg := get(data, "message")
-		if id := get(msg, "id"); isString(id) {
-			st.id = id
+		if isString(ev.msgID) {
+			st.id = ev.msgID
 		}
-		if m := get(msg, "model"); isString(m) {
-			st.model = m
+		if isString(ev.msgModel) {
+			st.model = ev.msgModel
 		}
 		st.created = a.now().Unix()
-		st.usage.read(get(msg, "usage"))
+		st.usage.read(ev.msgUsage)
 	case "content_block_start":
-		idx, _ := intOf(get(data, "index"))
-		cb := get(data, "content_block")
-		switch str(get(cb, "type")) {
+		idx, _ := intOf(ev.index)
+		switch string(text(ev.blockType)) {
 		case "text":
-			if t := get(cb, "text"); isString(t) && len(t) > 2 {
+			if t := ev.blockText; isString(t) && len(t) > 2 {
 				w.begin()
 				w.e.kraw("content", t)
-				w.finish(nil)
+				w.finish("")
 			}
 		case "thinking":
-			if t := get(cb, "thinking"); isString(t) && len(t) > 2 {
+			if t := ev.blockThinking; isString(t) && len(t) > 2 {
 				w.begin()
 				w.e.kraw("reasoning_content", t)
-				w.finish(nil)
+				w.finish("")
 			}
 		case "redacted_thinking":
 			w.begin()
-			w.e.key("thinking_blocks")
-			w.e.arr()
-			w.e.elem()
-			w.e.raw(cb)
+			w.e.lit(`"thinking_blocks":[`)
+			w.e.raw(ev.block)
 			w.e.endArr()
-			w.finish(nil)
+			w.finish("")
 		case "tool_use":
 			st.toolBlocks = append(st.toolBlocks, idx)
 			w.begin()
-			w.e.key("tool_calls")
-			w.e.arr()
-			w.e.elem()
-			w.e.obj()
-			w.e.kint("index", int64(len(st.toolBlocks)-1))
-			w.e.key("id")
-			w.e.raw(orEmpty(get(cb, "id")))
-			w.e.kstr("type", "function")
-			w.e.key("function")
-			w.e.obj()
-			w.e.key("name")
-			w.e.raw(orEmpty(get(cb, "name")))
-			w.e.kstr("arguments", "")
-			w.e.endObj()
-			w.e.endObj()
-			w.e.endArr()
-			w.finish(nil)
+			w.e.lit(`"tool_calls":[{"index":`)
+			w.e.int(int64(len(st.toolBlocks) - 1))
+			w.e.lit(`,"id":`)
+			w.e.raw(orEmpty(ev.blockID))
+			w.e.lit(`,"type":"function","function":{"name":`)
+			w.e.raw(orEmpty(ev.blockName))
+			w.e.lit(`,"arguments":""}}]`)
+			w.finish("")
 		}
 	case "content_block_delta":
-		idx, _ := intOf(get(data, "index"))
-		d := get(data, "delta")
-		switch str(get(d, "type")) {
+		switch string(text(ev.deltaType)) {
 		case "text_delta":
-			if t := get(d, "text"); isString(t) && len(t) > 2 {
+			if t := ev.deltaText; isString(t) && len(t) > 2 {
 				w.begin()
 				w.e.kraw("content", t)
-				w.finish(nil)
+				w.finish("")
 			}
 		case "input_json_delta":
 			// The first delta of a tool block is often empty: nothing to say.
-			p := get(d, "partial_json")
+			idx, _ := intOf(ev.index)
+			p := ev.deltaJSON
 			ti := st.toolIndex(idx)
 			if !isString(p) || len(p) == 2 || ti < 0 {
 				return nil
 			}
 			w.begin()
-			w.e.key("tool_calls")
-			w.e.arr()
-			w.e.elem()
-			w.e.obj()
-			w.e.kint("index", int64(ti))
-			w.e.key("function")
-			w.e.obj()
-			w.e.kraw("arguments", p)
-			w.e.endObj()
-			w.e.endObj()
-			w.e.endArr()
-			w.finish(nil)
+			w.e.lit(`"tool_calls":[{"index":`)
+			w.e.int(int64(ti))
+			w.e.lit(`,"function":{"arguments":`)
+			w.e.raw(p)
+			w.e.lit(`}}]`)
+			w.finish("")
 		case "thinking_delta":
-			if t := get(d, "thinking"); isString(t) && len(t) > 2 {
+			if t := ev.deltaThinking; isString(t) && len(t) > 2 {
 				w.begin()
 				w.e.kraw("reasoning_content", t)
-				w.finish(nil)
+				w.finish("")
 			}
 		case "signature_delta":
 			// The signature closes a thinking block; clients that send
 			// thinking back need it, in the same thinking_blocks shape as
 			// non-streamed answers.
-			if sig := get(d, "signature"); isString(sig) {
+			if sig := ev.deltaSig; isString(sig) {
 				w.begin()
-				w.e.key("thinking_blocks")
-				w.e.arr()
-				w.e.elem()
-				w.e.obj()
-				w.e.kstr("type", "thinking")
-				w.e.kstr("thinking", "")
-				w.e.kraw("signature", sig)
-				w.e.endObj()
-				w.e.endArr()
-				w.finish(nil)
+				w.e.lit(`"thinking_blocks":[{"type":"thinking","thinking":"","signature":`)
+				w.e.raw(sig)
+				w.e.lit(`}]`)
+				w.finish("")
 			}
 		}
 	case "message_delta":
-		st.usage.read(get(data, "usage"))
-		if stop := get(get(data, "delta"), "stop_reason"); isString(stop) {
-			r := finishReason(str(stop))
+		st.usage.read(ev.usage)
+		if isString(ev.stopReason) {
 			w.begin()
-			w.finish(&r)
+			w.finish(finishReason(string(text(ev.stopReason))))
 		}
 	case "message_stop":
 		if !st.usageSent {
 			w.usage()
 		}
 	case "error":
-		return streamError(data)
+		return streamError(ev.data, ev.errObj)
 	}
 	// ping, content_block_stop and event types added to the API later carry
 	// nothing a chat client needs.
@@ -375,8 +479,8 @@ func orEmpty(raw []byte) []byte {
 
 // streamError maps an in-stream error event to the HTTP status it stands
 // for, so the host can retry or fall back when no content was sent yet.
-func streamError(data []byte) error {
-	errObj := get(data, "error")
+// errObj is data's "error" member.
+func streamError(data, errObj []byte) error {
 	typ, msg := str(get(errObj, "type")), str(get(errObj, "message"))
 	if typ == "" && isString(data) {
 		msg = str(data)
