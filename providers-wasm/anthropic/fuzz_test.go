@@ -112,6 +112,7 @@ func FuzzUnvalidatedHooks(f *testing.F) {
 	f.Add([]byte(`{"status":200,"body":{"content":[{"type":"text","text":"x"}],"usage":{"input_tokens":1}}}`))
 	f.Add([]byte(`[{"event":"message_start","data":{"message":{"id":"m"}}}]`))
 	f.Add([]byte(`{"body":{"messages":[{"content":[{"type":"image_url","image_url":`))
+	f.Add([]byte(`{"id":"m","u":[1,2,3,4],"tb":[1,`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a := New()
 		if err := a.Configure([]byte(`{"validate_input":false}`)); err != nil {
@@ -120,6 +121,8 @@ func FuzzUnvalidatedHooks(f *testing.F) {
 		_, _ = a.AdaptRequest(in)
 		_, _ = a.AdaptResponse(in)
 		_, _ = a.AdaptStream(pluginsdk.StreamInput{Batch: in})
+		// The state blob is not validated either then.
+		_, _ = a.AdaptStream(pluginsdk.StreamInput{State: in, Batch: []byte(`[{"event":"message_stop"}]`), End: true})
 	})
 }
 

@@ -143,6 +143,23 @@ func intOf(raw []byte) (int64, bool) {
 	if len(raw) == 0 {
 		return 0, false
 	}
+	// Token counts, indexes and timestamps are plain digits: summed here
+	// without strconv's string conversion and checks (18 digits cannot
+	// overflow an int64).
+	if len(raw) <= 18 {
+		var n int64
+		plain := true
+		for _, c := range raw {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if plain {
+			return n, true
+		}
+	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
 		// Integers written as 12.0 or 1e3 still count.

@@ -23,14 +23,15 @@ type streamState struct {
 }
 
 // decode reads the state blob. It is the adapter's own output, but it
-// crossed the host, so it is checked like any input.
-func (s *streamState) decode(b []byte) error {
+// crossed the host, so it is checked like any input (validated unless the
+// host is trusted, see Adapter.skipValidation).
+func (s *streamState) decode(b []byte, validate bool) error {
 	if len(b) == 0 {
 		return nil
 	}
 	r := jsonx.NewReader(b)
-	if !jsonx.Valid(b) || !r.Object() {
-		return pluginsdk.Reject(500, "adapt_stream: corrupt stream state")
+	if validate && !jsonx.Valid(b) || !r.Object() {
+		return errCorruptState()
 	}
 	for k, ok := r.Member(); ok; k, ok = r.Member() {
 		switch string(k) {
@@ -63,8 +64,13 @@ func (s *streamState) decode(b []byte) error {
 			s.usageSent = true
 		}
 	}
+	if r.Failed() {
+		return errCorruptState()
+	}
 	return nil
 }
+
+func errCorruptState() error { return pluginsdk.Reject(500, "adapt_stream: corrupt stream state") }
 
 // encode appends the state blob to e.
 func (s *streamState) encode(e *enc) {
@@ -181,7 +187,7 @@ func (w *chunkWriter) usage() {
 // where it sits; chunks and the new state are written to one buffer.
 func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) {
 	var st streamState
-	if err := st.decode(in.State); err != nil {
+	if err := st.decode(in.State, !a.skipValidation); err != nil {
 		return pluginsdk.Output{}, err
 	}
 	if !isArray(in.Batch) || !a.valid(in.Batch) {
