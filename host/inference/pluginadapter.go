@@ -44,7 +44,7 @@ func (a *PluginAdapter) Supports(requestType string) bool {
 
 // AdaptRequest implements Adapter.
 func (a *PluginAdapter) AdaptRequest(ctx context.Context, in *AdaptRequestInput) (*UpstreamRequest, error) {
-	raw, err := json.Marshal(in)
+	raw, err := appendAdaptRequestInput(make([]byte, 0, len(in.Body)+len(in.KeyConfig)+256), in)
 	if err != nil {
 		return nil, fmt.Errorf("encode adapt_request input: %w", err)
 	}
@@ -56,7 +56,7 @@ func (a *PluginAdapter) AdaptRequest(ctx context.Context, in *AdaptRequestInput)
 		return nil, fmt.Errorf("adapter %s returned no upstream request", a.p.Name())
 	}
 	var spec UpstreamRequest
-	if err := json.Unmarshal(out.Body, &spec); err != nil {
+	if err := decodeUpstreamRequest(out.Body, &spec); err != nil {
 		return nil, fmt.Errorf("adapter %s returned an invalid upstream request: %w", a.p.Name(), err)
 	}
 	return &spec, nil
@@ -64,7 +64,7 @@ func (a *PluginAdapter) AdaptRequest(ctx context.Context, in *AdaptRequestInput)
 
 // AdaptResponse implements Adapter.
 func (a *PluginAdapter) AdaptResponse(ctx context.Context, in *AdaptResponseInput) ([]byte, error) {
-	raw, err := json.Marshal(in)
+	raw, err := appendAdaptResponseInput(make([]byte, 0, len(in.Body)+256), in)
 	if err != nil {
 		return nil, fmt.Errorf("encode adapt_response input: %w", err)
 	}
@@ -75,7 +75,7 @@ func (a *PluginAdapter) AdaptResponse(ctx context.Context, in *AdaptResponseInpu
 	if out.Status == pluginsdk.StatusPassThrough || len(out.Body) == 0 {
 		return in.Body, nil
 	}
-	if !json.Valid(out.Body) {
+	if !jsonx.Valid(out.Body) {
 		return nil, fmt.Errorf("adapter %s returned a response that is not JSON", a.p.Name())
 	}
 	return out.Body, nil
