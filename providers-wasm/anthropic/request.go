@@ -306,10 +306,11 @@ type blockKind uint8
 const (
 	// kText: a text (raw JSON string), c its cache_control (nil: none).
 	kText blockKind = iota
-	// kSourceURL: a typ block with a url source; a the URL (raw string).
+	// kSourceURL: an image (or document) block with a url source; a the
+	// URL (raw string).
 	kSourceURL
-	// kSourceB64: a typ block with a base64 source; a the media type and
-	// b the data, both as they sit inside a data: URL.
+	// kSourceB64: an image (or document) block with a base64 source; a the
+	// media type and b the data, both as they sit inside a data: URL.
 	kSourceB64
 	// kFileID: a document with a file source; a the file id.
 	kFileID
@@ -336,10 +337,10 @@ type block struct {
 	// toolResult blocks must lead their user message.
 	toolResult bool
 	isError    bool
-	// typ is "image" or "document" for the source kinds.
-	typ     string
-	a, b, c []byte
-	n0, n1  int
+	// document: a source block is a document, not an image.
+	document bool
+	a, b, c  []byte
+	n0, n1   int32
 }
 
 // plainText reports a block that is nothing but text, so a lone text block
@@ -363,7 +364,7 @@ func (c conversation) reset() conversation {
 // read reads the messages array the reader is at.
 func (c *conversation) read(r *jsonx.Reader) {
 	if c.blocks == nil {
-		c.blocks = make([]block, 0, 16)
+		c.blocks = make([]block, 0, 8)
 	}
 	for r.Array(); r.Element(); {
 		if c.err != nil {
@@ -570,9 +571,9 @@ func sourceBlock(typ string, url, cacheControl []byte) (block, error) {
 		if !ok || !isB64 {
 			return block{}, badRequest("%s data URL must be base64 encoded", typ)
 		}
-		return block{kind: kSourceB64, typ: typ, a: mt, b: data, c: cacheControl}, nil
+		return block{kind: kSourceB64, document: typ == "document", a: mt, b: data, c: cacheControl}, nil
 	}
-	return block{kind: kSourceURL, typ: typ, a: url, c: cacheControl}, nil
+	return block{kind: kSourceURL, document: typ == "document", a: url, c: cacheControl}, nil
 }
 
 // assistant maps an assistant message: thinking blocks first (the API
@@ -709,12 +710,12 @@ func (c *conversation) toolResult(id, content, isError []byte) error {
 			b.b = content
 		}
 	case isArray(content):
-		b.n0 = len(c.nested)
+		b.n0 = int32(len(c.nested))
 		var err error
 		if c.nested, err = appendParts(c.nested, content, 'u'); err != nil {
 			return err
 		}
-		b.n1 = len(c.nested)
+		b.n1 = int32(len(c.nested))
 	}
 	c.add(b)
 	return nil
@@ -818,16 +819,19 @@ func (c *conversation) writeBlock(e *enc, b *block) {
 		e.lit(`{"type":"text","text":`)
 		e.raw(b.a)
 	case kSourceURL, kSourceB64:
-		e.lit(`{"type":"`)
-		e.lit(b.typ)
+		if b.document {
+			e.lit(`{"type":"document"`)
+		} else {
+			e.lit(`{"type":"image"`)
+		}
 		if b.kind == kSourceB64 {
-			e.lit(`","source":{"type":"base64","media_type":"`)
+			e.lit(`,"source":{"type":"base64","media_type":"`)
 			e.raw(b.a)
 			e.lit(`","data":"`)
 			e.raw(b.b)
 			e.lit(`"}`)
 		} else {
-			e.lit(`","source":{"type":"url","url":`)
+			e.lit(`,"source":{"type":"url","url":`)
 			e.raw(b.a)
 			e.endObj()
 		}
