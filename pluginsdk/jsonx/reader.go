@@ -82,8 +82,18 @@ func (r *Reader) Value() []byte {
 	if r.bad {
 		return nil
 	}
-	s := skipWS(r.b, r.i)
-	e := SkipValue(r.b, s)
+	s := r.i
+	if s >= len(r.b) || r.b[s] <= ' ' {
+		s = skipWS(r.b, s)
+	}
+	var e int
+	if s < len(r.b) && r.b[s] == '"' {
+		// Most values are strings: one call fewer than through SkipValue,
+		// which counts under wasm.
+		e = skipString(r.b, s)
+	} else {
+		e = SkipValue(r.b, s)
+	}
 	if e < 0 {
 		r.fail()
 		return nil
@@ -121,17 +131,29 @@ func (r *Reader) Member() (key []byte, ok bool) {
 		r.fail()
 		return nil, false
 	}
-	ke := skipString(b, i)
-	if ke < 0 {
+	// Keys are short and seldom escaped: a plain loop finds their end
+	// without a call into the string skipper.
+	ke := i + 1
+	for ke < len(b) && b[ke] != '"' && b[ke] != '\\' {
+		ke++
+	}
+	if ke < len(b) && b[ke] == '"' {
+		ke++
+	} else if ke = skipString(b, i); ke < 0 {
 		r.fail()
 		return nil, false
 	}
-	j := skipWS(b, ke)
+	j := ke
 	if j >= len(b) || b[j] != ':' {
-		r.fail()
-		return nil, false
+		if j = skipWS(b, j); j >= len(b) || b[j] != ':' {
+			r.fail()
+			return nil, false
+		}
 	}
-	j = skipWS(b, j+1)
+	j++
+	if j >= len(b) || b[j] <= ' ' {
+		j = skipWS(b, j)
+	}
 	r.i, r.val = j, j
 	return b[i+1 : ke-1], true
 }
@@ -149,7 +171,8 @@ func (r *Reader) Element() bool {
 
 // next skips an unread pending value and a separating comma, then reads
 // the closing byte (false) or returns where the next member or element
-// starts (true).
+// starts (true). Whitespace is only looked for where there is some: most
+// documents the host hands over are compact.
 func (r *Reader) next(closing byte) (int, bool) {
 	if r.bad {
 		return 0, false
@@ -162,9 +185,15 @@ func (r *Reader) next(closing byte) (int, bool) {
 		}
 	}
 	b := r.b
-	i := skipWS(b, r.i)
+	i := r.i
+	if i < len(b) && b[i] <= ' ' {
+		i = skipWS(b, i)
+	}
 	if i < len(b) && b[i] == ',' {
-		i = skipWS(b, i+1)
+		i++
+		if i < len(b) && b[i] <= ' ' {
+			i = skipWS(b, i)
+		}
 	}
 	if i >= len(b) {
 		r.fail()
