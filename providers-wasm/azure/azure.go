@@ -18,7 +18,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -216,7 +215,7 @@ func (a *Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
 	if string(reqType) != pluginsdk.RequestListModels {
 		return pluginsdk.Replace(body), nil
 	}
-	if !json.Valid(body) {
+	if !jsonx.Valid(body) {
 		return pluginsdk.Output{}, openaiwire.ErrMalformed
 	}
 	s, _, ok := jsonx.ObjectField(body, 0, "data")
@@ -246,7 +245,7 @@ func (a *Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
 // Azure's content-filter chunks (empty choices, prompt_filter_results) pass
 // as they are: OpenAI clients ignore what they do not know.
 func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error) {
-	if !json.Valid(in.Batch) {
+	if !jsonx.Valid(in.Batch) {
 		return pluginsdk.Output{}, openaiwire.ErrMalformed
 	}
 	b, err := openaiwire.AppendStreamChunks(a.out[:0], in.Batch)

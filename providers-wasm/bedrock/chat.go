@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -454,7 +453,7 @@ func appendToolUses(dst, m []byte, at func() string) ([]byte, error) {
 				args = s
 			}
 		}
-		if !json.Valid([]byte(args)) || args[0] != '{' {
+		if !jsonx.Valid([]byte(args)) || args[0] != '{' {
 			err = badRequest(cat() + ".function.arguments is not a JSON object")
 			return
 		}

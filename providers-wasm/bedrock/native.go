@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // ingressEnvelope is the ingress_request input: the model id comes from the
@@ -293,7 +294,7 @@ func (*Adapter) EgressResponse(in []byte) (pluginsdk.Output, error) {
 // argsObject is a tool call's arguments as the JSON document Converse
 // wants; unparseable arguments become an empty object.
 func argsObject(args string) json.RawMessage {
-	if json.Valid([]byte(args)) && strings.HasPrefix(strings.TrimSpace(args), "{") {
+	if jsonx.Valid([]byte(args)) && strings.HasPrefix(strings.TrimSpace(args), "{") {
 		return json.RawMessage(args)
 	}
 	return json.RawMessage(`{}`)

@@ -27,7 +27,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -167,7 +166,7 @@ func (a *Adapter) AdaptResponse(in []byte) (pluginsdk.Output, error) {
 	}) {
 		return pluginsdk.Output{}, reject(502, "adapt_response input is not a JSON object")
 	}
-	if len(r.body) == 0 || r.body[0] != '{' || !json.Valid(r.body) {
+	if len(r.body) == 0 || r.body[0] != '{' || !jsonx.Valid(r.body) {
 		return pluginsdk.Output{}, reject(502, "upstream answered a body that is not a JSON object")
 	}
 	var st state
@@ -275,7 +274,7 @@ func validStringContent(raw []byte) bool {
 	// inside it (`a","x":"`) makes the whole invalid.
 	q := make([]byte, 0, len(raw)+2)
 	q = append(append(append(q, '"'), raw...), '"')
-	return json.Valid(q)
+	return jsonx.Valid(q)
 }
 
 // str returns the raw content of a string value span, or nil.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/wasmgate/gateway/pluginsdk"
@@ -28,7 +27,7 @@ func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error
 	if len(in.State) > 0 && !st.parse(in.State) {
 		return pluginsdk.Output{}, reject(500, "adapt_stream: unreadable stream state")
 	}
-	if !json.Valid(in.Batch) {
+	if !jsonx.Valid(in.Batch) {
 		return pluginsdk.Output{}, errMalformed
 	}
 	w := chunkWriter{b: a.out[:0], st: &st}

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/wasmgate/gateway/pluginsdk"
+	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 )
 
 // Native Gemini types, only the members the translation uses.
@@ -472,7 +473,7 @@ func appendNativeParts(parts []gPart, thought, text string, calls []pluginsdk.To
 	}
 	for _, tc := range calls {
 		args := json.RawMessage(tc.Function.Arguments)
-		if !json.Valid(args) {
+		if !jsonx.Valid(args) {
 			args = json.RawMessage(`{}`)
 		}
 		parts = append(parts, gPart{FunctionCall: &gFunctionCall{Name: tc.Function.Name, Args: args},
@@ -675,7 +676,7 @@ func (st *egressState) takeCalls(choice int) []gPart {
 			continue
 		}
 		args := json.RawMessage(pc.Args)
-		if !json.Valid(args) {
+		if !jsonx.Valid(args) {
 			args = json.RawMessage(`{}`)
 		}
 		parts = append(parts, gPart{FunctionCall: &gFunctionCall{Name: pc.Name, Args: args}, ThoughtSignature: pc.Sig})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 
 	"github.com/wasmgate/gateway/pluginsdk"
@@ -609,9 +608,9 @@ func appendArgs(dst, args []byte) []byte {
 	switch {
 	case len(s) == 0:
 		return append(dst, "{}"...)
-	case s[0] == '{' && json.Valid(s):
+	case s[0] == '{' && jsonx.Valid(s):
 		return append(dst, s...)
-	case json.Valid(s):
+	case jsonx.Valid(s):
 		dst = append(dst, `{"value":`...)
 		dst = append(dst, s...)
 	default:
@@ -638,7 +637,7 @@ func appendFunctionResponse(dst []byte, msg *message, names map[string]string, i
 	dst = append(dst, `,"response":`...)
 	switch c := msg.content; {
 	case isString(c):
-		if s := bytes.TrimSpace([]byte(unquote(c))); len(s) > 0 && s[0] == '{' && json.Valid(s) {
+		if s := bytes.TrimSpace([]byte(unquote(c))); len(s) > 0 && s[0] == '{' && jsonx.Valid(s) {
 			dst = append(dst, s...)
 		} else {
 			dst = append(dst, `{"content":`...)

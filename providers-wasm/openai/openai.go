@@ -13,8 +13,6 @@
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/wasmgate/gateway/pluginsdk"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 	"github.com/wasmgate/gateway/pluginsdk/openaiwire"
@@ -175,7 +173,7 @@ func (a *Adapter) AdaptStream(in pluginsdk.StreamInput) (pluginsdk.Output, error
 	// sure a malformed batch is an error and never reaches the client as a
 	// broken chunk. The host frames valid JSON, so this is defence in depth
 	// on a path the passthrough capability makes rare.
-	if !json.Valid(in.Batch) {
+	if !jsonx.Valid(in.Batch) {
 		return pluginsdk.Output{}, openaiwire.ErrMalformed
 	}
 	b, err := openaiwire.AppendStreamChunks(a.out[:0], in.Batch)
