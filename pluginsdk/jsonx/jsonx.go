@@ -277,6 +277,11 @@ func WalkStrings(b []byte, fn func(start, end int)) bool {
 			inObjKey = false
 			i++
 		case '}', ']':
+			// A close with nothing open is malformed; going on would index
+			// the stack at -1.
+			if depth == 0 {
+				return false
+			}
 			depth--
 			i++
 			inObjKey = false
