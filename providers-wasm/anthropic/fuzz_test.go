@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/wasmgate/gateway/pluginsdk"
@@ -141,6 +142,28 @@ func FuzzAppendCompactString(f *testing.F) {
 		want := jsonx.AppendString(nil, buf.String())
 		if got := appendCompactString(nil, raw); !bytes.Equal(got, want) {
 			t.Fatalf("%q: got %s want %s", raw, got, want)
+		}
+	})
+}
+
+// intOf's shortcuts must answer as strconv does.
+func FuzzIntOf(f *testing.F) {
+	for _, s := range []string{"0", "12", "-3", "1.0", "1e3", "1.5", `"7"`, "null", "nan", "NaN", "true", "+1", ".0", "Inf", "999999999999999999", "9223372036854775808", "{}", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, gok := intOf(raw)
+		var want int64
+		var wok bool
+		if len(raw) > 0 {
+			if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+				want, wok = n, true
+			} else if fl, err := strconv.ParseFloat(string(raw), 64); err == nil && fl == float64(int64(fl)) {
+				want, wok = int64(fl), true
+			}
+		}
+		if got != want || gok != wok {
+			t.Fatalf("intOf(%q) = %d %v, strconv %d %v", raw, got, gok, want, wok)
 		}
 	})
 }

@@ -143,6 +143,13 @@ func intOf(raw []byte) (int64, bool) {
 	if len(raw) == 0 {
 		return 0, false
 	}
+	switch raw[0] {
+	case '"', '{', '[', 'n', 't', 'f':
+		// Strings, objects, arrays, null and booleans are no numbers
+		// (usage carries "service_tier" and nested objects): strconv would
+		// say so too, at the price of two error allocations.
+		return 0, false
+	}
 	// Token counts, indexes and timestamps are plain digits: summed here
 	// without strconv's string conversion and checks (18 digits cannot
 	// overflow an int64).
