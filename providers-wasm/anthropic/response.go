@@ -218,11 +218,8 @@ func writeAssistantMessageBody(e *enc, content []byte) {
 // signatures (and redacted blocks) a client must send back on the next
 // turn of a tool-using conversation with thinking on.
 type assistantParts struct {
-	// texts and reasoning are the escaped bodies of the text and thinking
-	// strings: joining the escaped bodies is joining the texts.
-	texts, reasoning [][]byte
-	haveText         bool
-	haveReasoning    bool
+	// text and reasoning join the text and thinking strings.
+	text, reasoning joined
 	// thinking holds thinking and redacted_thinking blocks as they are.
 	thinking [][]byte
 	tools    []toolCall
@@ -231,8 +228,37 @@ type assistantParts struct {
 // toolCall is a tool_use block's id, name and input.
 type toolCall struct{ id, name, input []byte }
 
+// joined collects the escaped bodies of JSON strings to be written as one
+// string: joining the escaped bodies is joining the texts. The first is
+// held inline, as most answers have one text block: no allocation then.
+type joined struct {
+	first []byte
+	more  [][]byte
+	n     int
+}
+
+func (j *joined) add(body []byte) {
+	if j.n == 0 {
+		j.first = body
+	} else {
+		j.more = append(j.more, body)
+	}
+	j.n++
+}
+
+// write writes the joined string.
+func (j *joined) write(e *enc) {
+	e.b = append(e.b, '"')
+	e.b = append(e.b, j.first...)
+	for _, t := range j.more {
+		e.b = append(e.b, t...)
+	}
+	e.b = append(e.b, '"')
+}
+
 func (p assistantParts) reset() assistantParts {
-	return assistantParts{texts: p.texts[:0], reasoning: p.reasoning[:0], thinking: p.thinking[:0], tools: p.tools[:0]}
+	return assistantParts{text: joined{more: p.text.more[:0]}, reasoning: joined{more: p.reasoning.more[:0]},
+		thinking: p.thinking[:0], tools: p.tools[:0]}
 }
 
 // read reads the content array the reader is at.
@@ -268,13 +294,11 @@ func (p *assistantParts) read(r *jsonx.Reader) {
 		switch string(text(typ)) {
 		case "text":
 			if isString(txt) {
-				p.texts = append(p.texts, txt[1:len(txt)-1])
-				p.haveText = true
+				p.text.add(txt[1 : len(txt)-1])
 			}
 		case "thinking":
 			if isString(thinking) {
-				p.reasoning = append(p.reasoning, thinking[1:len(thinking)-1])
-				p.haveReasoning = true
+				p.reasoning.add(thinking[1 : len(thinking)-1])
 			}
 			p.thinking = append(p.thinking, r.Since(start))
 		case "redacted_thinking":
@@ -288,21 +312,14 @@ func (p *assistantParts) read(r *jsonx.Reader) {
 // write writes the members after "role" (each with its leading comma).
 func (p *assistantParts) write(e *enc) {
 	e.lit(`,"content":`)
-	if p.haveText || len(p.tools) == 0 {
-		e.b = append(e.b, '"')
-		for _, t := range p.texts {
-			e.b = append(e.b, t...)
-		}
-		e.b = append(e.b, '"')
+	if p.text.n > 0 || len(p.tools) == 0 {
+		p.text.write(e)
 	} else {
 		e.null()
 	}
-	if p.haveReasoning {
-		e.lit(`,"reasoning_content":"`)
-		for _, t := range p.reasoning {
-			e.b = append(e.b, t...)
-		}
-		e.b = append(e.b, '"')
+	if p.reasoning.n > 0 {
+		e.lit(`,"reasoning_content":`)
+		p.reasoning.write(e)
 	}
 	if len(p.thinking) > 0 {
 		e.lit(`,"thinking_blocks":[`)
