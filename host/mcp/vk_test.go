@@ -16,26 +16,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmgate/gateway/host/fakeupstream"
-	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/internal/testgw"
 	"github.com/wasmgate/gateway/host/server"
 )
-
-// passthrough is the OpenAI-wire adapter: the host sends the bytes itself.
-type passthrough struct{}
-
-func (passthrough) Name() string         { return "test-openai" }
-func (passthrough) Passthrough() bool    { return true }
-func (passthrough) Supports(string) bool { return true }
-func (passthrough) AdaptRequest(context.Context, *inference.AdaptRequestInput) (*inference.UpstreamRequest, error) {
-	return nil, errors.New("passthrough adapter: not called")
-}
-func (passthrough) AdaptResponse(context.Context, *inference.AdaptResponseInput) ([]byte, error) {
-	return nil, errors.New("passthrough adapter: not called")
-}
-func (passthrough) AdaptStream(context.Context, []byte, []inference.UpstreamEvent, bool) ([]json.RawMessage, []byte, error) {
-	return nil, nil, errors.New("passthrough adapter: not called")
-}
 
 func vkHeader(v string) func(*http.Request) {
 	return func(r *http.Request) { r.Header.Set("x-gw-vk", v) }
@@ -81,9 +64,7 @@ mcp_clients:
   - name: files
     connection_type: stdio
     stdio_config: {command: %q, args: ["-stdio"]}
-`, mcpServer), ServerOptions: []server.Option{server.WithAdapters(inference.AdapterFunc(func(family string) (inference.Adapter, bool) {
-		return passthrough{}, family == "openai"
-	}))}})
+`, mcpServer), ServerOptions: []server.Option{testgw.PassthroughOpenAI()}})
 	g.Expect(201, "POST", "/api/providers", map[string]any{"name": "openai", "network_config": map[string]any{"base_url": up.URL + "/v1"}})
 	g.Expect(201, "POST", "/api/providers/openai/keys", map[string]any{"name": "k", "value": "sk-up"})
 	var clientID string

@@ -16,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmgate/gateway/host/fakeupstream"
-	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/internal/testgw"
 	"github.com/wasmgate/gateway/host/mcpgw"
 	"github.com/wasmgate/gateway/host/server"
@@ -88,22 +87,6 @@ func startCalc(t testing.TB) (*calcServer, *mcpgw.Sessions) {
 	return cs, src
 }
 
-// passthrough is the OpenAI-wire adapter: the host sends bytes itself.
-type passthrough struct{}
-
-func (passthrough) Name() string         { return "test-openai" }
-func (passthrough) Passthrough() bool    { return true }
-func (passthrough) Supports(string) bool { return true }
-func (passthrough) AdaptRequest(context.Context, *inference.AdaptRequestInput) (*inference.UpstreamRequest, error) {
-	return nil, errors.New("passthrough adapter: not called")
-}
-func (passthrough) AdaptResponse(context.Context, *inference.AdaptResponseInput) ([]byte, error) {
-	return nil, errors.New("passthrough adapter: not called")
-}
-func (passthrough) AdaptStream(context.Context, []byte, []inference.UpstreamEvent, bool) ([]json.RawMessage, []byte, error) {
-	return nil, nil, errors.New("passthrough adapter: not called")
-}
-
 // env is a test gateway with the calc tools and an OpenAI provider backed
 // by a fake upstream.
 type env struct {
@@ -126,10 +109,7 @@ func startWrapped(t testing.TB, o testgw.Options, wrap func(mcpgw.ToolSource) mc
 		src = wrap(sessions)
 	}
 	fake := fakeupstream.Start(t, fakeupstream.OpenAI, fakeupstream.Options{APIKey: "sk-fake"})
-	o.ServerOptions = append(o.ServerOptions, server.WithMCPTools(src),
-		server.WithAdapters(inference.AdapterFunc(func(family string) (inference.Adapter, bool) {
-			return passthrough{}, family == "openai"
-		})))
+	o.ServerOptions = append(o.ServerOptions, server.WithMCPTools(src), testgw.PassthroughOpenAI())
 	g := testgw.Start(t, o)
 	g.Expect(201, "POST", "/api/providers", map[string]any{"name": "openai", "network_config": map[string]any{"base_url": fake.URL + "/v1"}})
 	g.Expect(201, "POST", "/api/providers/openai/keys", map[string]any{"name": "k", "value": "sk-fake"})

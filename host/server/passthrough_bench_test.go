@@ -1,9 +1,6 @@
 package server_test
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,28 +10,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/wasmgate/gateway/host/fakeupstream"
-	"github.com/wasmgate/gateway/host/inference"
 	"github.com/wasmgate/gateway/host/internal/testgw"
 	"github.com/wasmgate/gateway/host/server"
 )
-
-// passthroughAdapter declares the OpenAI wire as passthrough, as the
-// bundled wasm adapter's manifest does: the host never calls it per request,
-// so the benchmark measures the host alone without building wasm modules.
-type passthroughAdapter struct{}
-
-func (passthroughAdapter) Name() string         { return "bench-openai" }
-func (passthroughAdapter) Passthrough() bool    { return true }
-func (passthroughAdapter) Supports(string) bool { return true }
-func (passthroughAdapter) AdaptRequest(context.Context, *inference.AdaptRequestInput) (*inference.UpstreamRequest, error) {
-	return nil, errors.New("not called on passthrough")
-}
-func (passthroughAdapter) AdaptResponse(context.Context, *inference.AdaptResponseInput) ([]byte, error) {
-	return nil, errors.New("not called on passthrough")
-}
-func (passthroughAdapter) AdaptStream(context.Context, []byte, []inference.UpstreamEvent, bool) ([]json.RawMessage, []byte, error) {
-	return nil, nil, errors.New("not called on passthrough")
-}
 
 // BenchmarkPassthroughChat drives non-streamed OpenAI passthrough requests
 // through the real Fiber app served on a loopback socket, with request
@@ -48,8 +26,7 @@ func BenchmarkPassthroughChat(b *testing.B) {
   openai:
     network_config: {base_url: "%s/v1"}
     keys: [{name: bench, value: sk-bench}]
-`, up.URL), ServerOptions: []server.Option{server.WithAdapters(inference.AdapterFunc(
-		func(family string) (inference.Adapter, bool) { return passthroughAdapter{}, family == "openai" }))}})
+`, up.URL), ServerOptions: []server.Option{testgw.PassthroughOpenAI()}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
