@@ -102,8 +102,8 @@ func (a *PluginAdapter) AdaptStream(ctx context.Context, state []byte, events []
 	return chunks, newState, nil
 }
 
-// appendEvents encodes a stream batch for adapt_stream by hand, as
-// json.Marshal would (the same field names and omissions): Marshal re-scans
+// appendEvents encodes a stream batch for adapt_stream by hand, to the byte
+// as json.Marshal would (see pluginjson.go): Marshal re-scans
 // every event's data to compact it, which profiles showed as the largest
 // host-side cost of a translated stream. Data is JSON already (rawJSON
 // quotes anything else), so it is copied as is.
@@ -122,7 +122,7 @@ func appendEvents(dst []byte, events []UpstreamEvent) []byte {
 		dst = append(dst, '{')
 		if ev.Event != "" {
 			dst = append(dst, `"event":`...)
-			dst = jsonx.AppendString(dst, ev.Event)
+			dst = appendJSONString(dst, ev.Event)
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"data":`...)

@@ -19,14 +19,19 @@ import (
 // bodies (for the exact error) and unusual adapter answers. (Stream
 // batches are appendEvents, in pluginadapter.go.)
 
+// appendInputHead opens the fields both adapter inputs start with.
+func appendInputHead(dst []byte, reqType, provider, model string) []byte {
+	dst = append(dst, `{"request_type":`...)
+	dst = appendJSONString(dst, reqType)
+	dst = append(dst, `,"provider":`...)
+	dst = appendJSONString(dst, provider)
+	dst = append(dst, `,"model":`...)
+	return appendJSONString(dst, model)
+}
+
 // appendAdaptRequestInput appends json.Marshal(in).
 func appendAdaptRequestInput(dst []byte, in *AdaptRequestInput) ([]byte, error) {
-	dst = append(dst, `{"request_type":`...)
-	dst = appendJSONString(dst, in.RequestType)
-	dst = append(dst, `,"provider":`...)
-	dst = appendJSONString(dst, in.Provider)
-	dst = append(dst, `,"model":`...)
-	dst = appendJSONString(dst, in.Model)
+	dst = appendInputHead(dst, in.RequestType, in.Provider, in.Model)
 	dst = append(dst, `,"stream":`...)
 	dst = strconv.AppendBool(dst, in.Stream)
 	if in.BaseURL != "" {
@@ -49,12 +54,7 @@ func appendAdaptRequestInput(dst []byte, in *AdaptRequestInput) ([]byte, error) 
 
 // appendAdaptResponseInput appends json.Marshal(in).
 func appendAdaptResponseInput(dst []byte, in *AdaptResponseInput) ([]byte, error) {
-	dst = append(dst, `{"request_type":`...)
-	dst = appendJSONString(dst, in.RequestType)
-	dst = append(dst, `,"provider":`...)
-	dst = appendJSONString(dst, in.Provider)
-	dst = append(dst, `,"model":`...)
-	dst = appendJSONString(dst, in.Model)
+	dst = appendInputHead(dst, in.RequestType, in.Provider, in.Model)
 	dst = append(dst, `,"status":`...)
 	dst = strconv.AppendInt(dst, int64(in.Status), 10)
 	if len(in.Headers) > 0 {
