@@ -115,6 +115,12 @@ func main() {
 	flag.Parse()
 	onlyScenario = *only
 	profileDir = *pprofDir
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "loadbench:", err)
+			os.Exit(1)
+		}
+	}
 	if *gwEnv != "" {
 		gatewayEnv = strings.Split(*gwEnv, ",")
 	}

@@ -24,11 +24,28 @@ const (
 	DefaultEnqueueTimeout  = time.Second
 	DefaultMaxContentBytes = 32 << 10
 	DefaultMaxScanRecords  = 100_000
-	// maxBatchBytes keeps one transaction well under Badger's per-transaction
-	// limit (15% of the logs store's 4 MiB memtable) whatever the record
-	// sizes are.
-	maxBatchBytes = 256 << 10
+	// storeMemTable and storeValueThreshold are the logs store's Badger
+	// memtable size and value-log threshold (see StoreOptions).
+	storeMemTable       = 1 << 20
+	storeValueThreshold = 128
+	// maxBatchBytes keeps one transaction under half of Badger's
+	// per-transaction limit (15% of the memtable), counted as Badger counts
+	// it: see batchCost.
+	maxBatchBytes = storeMemTable * 15 / 100 / 2
 )
+
+// batchCost is what one record adds to a write transaction's size as
+// Badger estimates it: both keys with their entry overhead, and the value
+// only when it is small enough to stay in the LSM tree (larger ones are a
+// pointer into the value log).
+func batchCost(e *encoded) int {
+	const entryOverhead = 64 // meta, version, value pointer, skiplist node
+	n := 2*(len(e.key)+entryOverhead) + len(e.key) + len(e.id)
+	if len(e.val) < storeValueThreshold {
+		n += len(e.val)
+	}
+	return n
+}
 
 // Options configures a Logger.
 type Options struct {
@@ -400,12 +417,12 @@ func (l *Logger) write(batch []*Record) error {
 	var firstErr error
 	start, size := 0, 0
 	for i := range enc {
-		size += len(enc[i].val) + len(enc[i].key)*2
+		size += batchCost(&enc[i])
 		if size > maxBatchBytes && i > start {
 			if err := l.commit(enc[start:i]); err != nil && firstErr == nil {
 				firstErr = err
 			}
-			start, size = i, len(enc[i].val)+len(enc[i].key)*2
+			start, size = i, batchCost(&enc[i])
 		}
 	}
 	if err := l.commit(enc[start:]); err != nil && firstErr == nil {
@@ -449,11 +466,15 @@ func (l *Logger) commit(recs []encoded) error {
 }
 
 // StoreOptions are the Badger settings for a logs store in dir: no fsync
-// per commit (see Logger for the durability trade) and small memtables,
-// because sustained log writes otherwise grow Badger's table-builder
-// buffers to hundreds of MiB (measured: 830 MB peak RSS for 300k records
-// with the config store's 16 MiB x 5 memtables).
+// per commit (see Logger for the durability trade); records in the value
+// log, so the tree holds only keys; and a 1 MiB memtable with 1 MiB tables
+// at every level, because Badger keeps up to eight table-builder buffers
+// pooled, each as large as the largest table it built (measured: 48 MiB of
+// them with 4 MiB memtables and tables doubling per level, 830 MB peak RSS
+// with the config store's 16 MiB x 5 memtables). The mapped pages of its
+// files are released every second: the log is written once and read
+// rarely, so they are not worth keeping resident.
 func StoreOptions(dir string, log *slog.Logger) badgerstore.Options {
-	return badgerstore.Options{Dir: dir, SyncWrites: false, Logger: log, MemTableSize: 4 << 20, NumMemtables: 2,
-		BaseTableSize: 1 << 20, ValueThreshold: 128}
+	return badgerstore.Options{Dir: dir, SyncWrites: false, Logger: log, MemTableSize: storeMemTable, NumMemtables: 2,
+		BaseTableSize: 1 << 20, TableSizeMultiplier: 1, ValueThreshold: storeValueThreshold, ReleaseMappedEvery: time.Second}
 }

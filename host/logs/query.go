@@ -453,8 +453,10 @@ func percentile(sorted []float64, p float64) float64 {
 }
 
 // deleteBatch bounds each delete transaction so deleting or pruning a large
-// window neither builds a huge transaction nor blocks the writer for long.
-const deleteBatch = 1000
+// window neither builds a huge transaction nor blocks the writer for long:
+// two tombstones per record, each costing about what batchCost counts for a
+// key, keep a batch under maxBatchBytes.
+const deleteBatch = 256
 
 // Delete removes the records matching f, in bounded batches, and returns how
 // many it removed.

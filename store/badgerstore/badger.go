@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -39,6 +41,11 @@ type Options struct {
 	NumMemtables int
 	// BaseTableSize bounds SST tables; compaction buffers scale with it.
 	BaseTableSize int64
+	// TableSizeMultiplier grows tables level by level (Badger's default 2).
+	// 1 keeps every level's tables at BaseTableSize, so the table builders
+	// of a compaction deep in the tree (whose buffers Badger pools and
+	// keeps) stay as small as the first level's.
+	TableSizeMultiplier int
 	// ValueThreshold, when positive, sends values of at least this many
 	// bytes to the value log, so the LSM tree holds only keys and pointers.
 	// A write-heavy, read-rarely store (the request logs) sets it low:
@@ -50,13 +57,23 @@ type Options struct {
 	// does not compress, while the compressor's buffers were the largest
 	// memory cost of a write-heavy store.
 	Compress bool
+	// ReleaseMappedEvery, when positive, periodically asks the kernel to
+	// reclaim the pages of the store's value-log and table files mapped
+	// into the process (Linux only; see releaseMapped). Badger reads and
+	// writes those files through mmap, so without it the resident memory
+	// of a write-heavy store grows with every byte written until the
+	// machine runs short of memory. The request logs set it.
+	ReleaseMappedEvery time.Duration
 }
 
 // DB is a store.Store backed by Badger.
 type DB struct {
-	db   *badger.DB
-	stop chan struct{}
-	done chan struct{}
+	db  *badger.DB
+	log *slog.Logger
+	// mappedDir is the resolved data dir when ReleaseMappedEvery is set.
+	mappedDir string
+	stop      chan struct{}
+	wg        sync.WaitGroup
 }
 
 // Open opens (or creates) the database described by opts.
@@ -78,6 +95,9 @@ func Open(opts Options) (*DB, error) {
 	}
 	if opts.BaseTableSize > 0 {
 		bo = bo.WithBaseTableSize(opts.BaseTableSize)
+	}
+	if opts.TableSizeMultiplier > 0 {
+		bo.TableSizeMultiplier = opts.TableSizeMultiplier
 	}
 	if opts.MemTableSize > 0 {
 		// Badger refuses a value threshold above its batch limit (15% of
@@ -105,14 +125,51 @@ func Open(opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("badger: open %s: %w", opts.Dir, err)
 	}
-	d := &DB{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	d := &DB{db: db, log: opts.Logger, stop: make(chan struct{})}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	d.wg.Add(1)
 	go d.gcLoop()
+	if opts.ReleaseMappedEvery > 0 && !opts.InMemory {
+		dir, err := filepath.Abs(opts.Dir)
+		if err == nil {
+			// /proc/self/maps names files by their resolved path.
+			dir, err = filepath.EvalSymlinks(dir)
+		}
+		if err != nil {
+			_ = d.Close()
+			return nil, fmt.Errorf("badger: resolve data dir %s: %w", opts.Dir, err)
+		}
+		d.mappedDir = dir
+		d.wg.Add(1)
+		go d.releaseLoop(dir, opts.ReleaseMappedEvery)
+	}
 	return d, nil
+}
+
+// releaseLoop releases the mapped pages of dir's files every interval
+// until Close; it stops early, with one warning, where the kernel cannot.
+func (d *DB) releaseLoop(dir string, every time.Duration) {
+	defer d.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			if _, err := releaseMapped(dir); err != nil {
+				d.log.Warn("store files stay mapped until the kernel evicts them", "dir", dir, "err", err)
+				return
+			}
+		}
+	}
 }
 
 // gcLoop reclaims value-log space; Badger never does it on its own.
 func (d *DB) gcLoop() {
-	defer close(d.done)
+	defer d.wg.Done()
 	t := time.NewTicker(5 * time.Minute)
 	defer t.Stop()
 	for {
@@ -138,7 +195,7 @@ func (d *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return d.db.View(func(txn *badger.Txn) error { return fn(tx{txn: txn}) })
+	return d.db.View(func(txn *badger.Txn) error { return fn(tx{txn: txn, mappedDir: d.mappedDir}) })
 }
 
 // Update implements store.Store. Conflicting transactions are retried a few
@@ -149,7 +206,7 @@ func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		err = d.db.Update(func(txn *badger.Txn) error { return fn(tx{txn: txn}) })
+		err = d.db.Update(func(txn *badger.Txn) error { return fn(tx{txn: txn, mappedDir: d.mappedDir}) })
 		if !errors.Is(err, badger.ErrConflict) {
 			return err
 		}
@@ -180,7 +237,7 @@ func (d *DB) Close() error {
 	default:
 	}
 	close(d.stop)
-	<-d.done
+	d.wg.Wait()
 	return d.db.Close()
 }
 
@@ -208,7 +265,17 @@ func (d *DB) Walk(fn func(ns, key string, value []byte) error) error {
 	})
 }
 
-type tx struct{ txn *badger.Txn }
+type tx struct {
+	txn *badger.Txn
+	// mappedDir is set when the store releases its mapped pages; long
+	// scans then release them as they go (see Scan).
+	mappedDir string
+}
+
+// scanReleaseEvery is how many records a scan reads between two releases
+// of the mapped pages it touched: a scan over a large log store would
+// otherwise fault the whole value log into the process at once.
+const scanReleaseEvery = 4096
 
 func (t tx) Get(ns, key string) ([]byte, error) {
 	item, err := t.txn.Get(encodeKey(ns, key))
@@ -255,6 +322,7 @@ func (t tx) Scan(ns string, opts store.ScanOptions, fn func(key string, value []
 	default:
 		seek = prefix
 	}
+	n := 0
 	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		k := item.Key()
@@ -265,6 +333,10 @@ func (t tx) Scan(ns string, opts store.ScanOptions, fn func(key string, value []
 		v, err := item.ValueCopy(nil)
 		if err != nil {
 			return fmt.Errorf("badger: read %s/%s: %w", ns, key, err)
+		}
+		if n++; t.mappedDir != "" && n%scanReleaseEvery == 0 {
+			// Best effort: the periodic release reports failures.
+			_, _ = releaseMapped(t.mappedDir)
 		}
 		if err := fn(key, v); err != nil {
 			if errors.Is(err, store.ErrStopScan) {
