@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
+	"github.com/wasmgate/gateway/host/reqid"
 
 	"github.com/wasmgate/gateway/host/apierr"
 )
@@ -129,7 +129,7 @@ func (m *modelCaller) RecordTool(t ToolCall) {
 	if m.s.o.Recorder == nil {
 		return
 	}
-	o := &Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: t.Start, Route: strings.Clone(m.c.Path()),
+	o := &Outcome{ID: reqid.New(t.Start), Start: t.Start, Route: strings.Clone(m.c.Path()),
 		RequestType: RequestTypeMCPTool, Provider: "mcp", Model: t.Name, StatusCode: http.StatusOK,
 		Latency: t.Latency, Err: t.Err, RequestBody: t.Arguments, ResponseBody: t.Result, CallerCredential: m.caller}
 	if t.Err != nil {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
+	"github.com/wasmgate/gateway/host/reqid"
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/plugins"
@@ -120,7 +120,8 @@ func (s *Service) serveCaptured(c *fiber.Ctx, reqType, path string, body []byte,
 		return apierr.BadRequest("invalid_value", "stream", "a model call of the gateway's tool loop cannot stream")
 	}
 	cl := &call{reqType: reqType, path: path, p: p, eg: eg, capture: capture}
-	cl.out = Outcome{ID: uuid.Must(uuid.NewV7()).String(), Start: s.now(),
+	start := s.now()
+	cl.out = Outcome{ID: reqid.New(start), Start: start,
 		// c.Path() points into the pooled request buffer, reused once the
 		// handler returns; the outcome outlives it (the log writer reads it
 		// later), so it keeps its own copy.

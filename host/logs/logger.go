@@ -35,12 +35,15 @@ const (
 )
 
 // batchCost is what one record adds to a write transaction's size as
-// Badger estimates it: both keys with their entry overhead, and the value
+// Badger estimates it: its keys with their entry overhead, and the value
 // only when it is small enough to stay in the LSM tree (larger ones are a
 // pointer into the value log).
 func batchCost(e *encoded) int {
 	const entryOverhead = 64 // meta, version, value pointer, skiplist node
-	n := 2*(len(e.key)+entryOverhead) + len(e.key) + len(e.id)
+	n := len(e.key) + entryOverhead
+	if !e.derived {
+		n += len(e.id) + entryOverhead + len(e.key)
+	}
 	if len(e.val) < storeValueThreshold {
 		n += len(e.val)
 	}
@@ -394,6 +397,7 @@ func (l *Logger) writer() {
 type encoded struct {
 	key, id string
 	val     []byte
+	derived bool // the id locates the record; no id-namespace entry
 }
 
 // write commits batch, splitting it when it is too large for one
@@ -412,7 +416,8 @@ func (l *Logger) write(batch []*Record) error {
 			l.drop("write_failed", 1, fmt.Errorf("encode record %s: %w", r.ID, err))
 			continue
 		}
-		enc = append(enc, encoded{key: recordKey(r.Timestamp, r.ID), id: r.ID, val: v})
+		ts := r.Timestamp.UnixNano()
+		enc = append(enc, encoded{key: recordKey(r.Timestamp, r.ID), id: r.ID, val: v, derived: derivedID(r.ID, ts)})
 	}
 	var firstErr error
 	start, size := 0, 0
@@ -441,6 +446,9 @@ func (l *Logger) commit(recs []encoded) error {
 		for _, e := range recs {
 			if err := tx.Put(nsLogs, e.key, e.val); err != nil {
 				return err
+			}
+			if e.derived {
+				continue
 			}
 			if err := tx.Put(nsByID, e.id, []byte(e.key)); err != nil {
 				return err

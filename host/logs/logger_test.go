@@ -2,6 +2,8 @@ package logs_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -215,5 +217,67 @@ func TestNewIDIsTimeSortableUUIDv7(t *testing.T) {
 	b := logs.NewID(t0.Add(time.Millisecond))
 	if len(a) != 36 || a[14] != '7' || !(a < b) {
 		t.Fatalf("ids %s %s", a, b)
+	}
+}
+
+// TestGetByDerivedAndIndexedIDs: ids the gateway makes carry their
+// record's millisecond and need no id index; ids chosen elsewhere (a
+// client's, or a v7 id of another millisecond) are indexed. Get finds each
+// record, also among many written in the same millisecond, and retention
+// removes both kinds.
+func TestGetByDerivedAndIndexedIDs(t *testing.T) {
+	st := openStore(t, t.TempDir(), "")
+	var clk clock
+	clk.set(t0.Add(123 * time.Microsecond))
+	lg, err := logs.New(logs.Options{Store: st, Log: quiet, Now: clk.now, Retention: time.Hour, PruneInterval: -1,
+		Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	ctx := context.Background()
+	var ids []string
+	for i := 0; i < 200; i++ { // one millisecond, 200 records
+		id := logs.NewID(clk.now())
+		ids = append(ids, id)
+		lg.Record(&logs.Record{ID: id, Timestamp: clk.now().Add(time.Duration(i) * time.Nanosecond), Model: fmt.Sprint(i)})
+	}
+	foreign := []string{"client-chosen-1", logs.NewID(t0.Add(5 * time.Second))}
+	for i, id := range foreign {
+		ids = append(ids, id)
+		lg.Record(&logs.Record{ID: id, Timestamp: clk.now(), Model: fmt.Sprint(200 + i)})
+	}
+	if err := lg.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		r, err := lg.Get(ctx, id)
+		if err != nil || r.ID != id || r.Model != fmt.Sprint(i) {
+			t.Fatalf("Get(%s) = %+v, %v; want model %d", id, r, err, i)
+		}
+	}
+	if _, err := lg.Get(ctx, logs.NewID(clk.now())); !errors.Is(err, logs.ErrNotFound) {
+		t.Fatalf("Get(unknown id of a busy millisecond) = %v, want ErrNotFound", err)
+	}
+	indexed := 0
+	_ = st.View(ctx, func(tx store.Tx) error {
+		return tx.Scan("logs_id", store.ScanOptions{}, func(string, []byte) error { indexed++; return nil })
+	})
+	if indexed != len(foreign) {
+		t.Fatalf("id index holds %d entries, want %d (only the foreign ids)", indexed, len(foreign))
+	}
+	clk.add(2 * time.Hour)
+	if n, err := lg.Prune(ctx); err != nil || n != len(ids) {
+		t.Fatalf("pruned %d (%v), want %d", n, err, len(ids))
+	}
+	indexed = 0
+	_ = st.View(ctx, func(tx store.Tx) error {
+		return tx.Scan("logs_id", store.ScanOptions{}, func(string, []byte) error { indexed++; return nil })
+	})
+	if indexed != 0 {
+		t.Fatalf("id index holds %d entries after pruning everything", indexed)
+	}
+	if _, err := lg.Get(ctx, foreign[0]); !errors.Is(err, logs.ErrNotFound) {
+		t.Fatalf("Get(pruned foreign id) = %v, want ErrNotFound", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wasmgate/gateway/host/reqid"
 	"github.com/wasmgate/gateway/store"
 )
 
@@ -302,11 +303,13 @@ var ErrNotFound = errors.New("logs: record not found")
 func (l *Logger) Get(ctx context.Context, id string) (*Record, error) {
 	var r Record
 	err := l.st.View(ctx, func(tx store.Tx) error {
-		key, err := tx.Get(nsByID, id)
-		if err != nil {
-			return err
+		raw, err := findDerived(tx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			var key []byte
+			if key, err = tx.Get(nsByID, id); err == nil {
+				raw, err = tx.Get(nsLogs, string(key))
+			}
 		}
-		raw, err := tx.Get(nsLogs, string(key))
 		if err != nil {
 			return err
 		}
@@ -319,6 +322,34 @@ func (l *Logger) Get(ctx context.Context, id string) (*Record, error) {
 		return nil, fmt.Errorf("logs: get %s: %w", id, err)
 	}
 	return &r, nil
+}
+
+// findDerived reads the record of an id that carries its millisecond (see
+// derivedID) by scanning that millisecond's keys: a handful at any load.
+func findDerived(tx store.Tx, id string) ([]byte, error) {
+	ms, ok := reqid.Millis(id)
+	if !ok || ms < 0 || ms > math.MaxInt64/int64(time.Millisecond)-1 {
+		return nil, store.ErrNotFound
+	}
+	from, to := tsKey(ms*int64(time.Millisecond)), tsKey((ms+1)*int64(time.Millisecond))
+	var found []byte
+	err := tx.Scan(nsLogs, store.ScanOptions{After: from}, func(key string, val []byte) error {
+		if key >= to {
+			return store.ErrStopScan
+		}
+		if keyID(key) == id {
+			found = val
+			return store.ErrStopScan
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, store.ErrNotFound
+	}
+	return found, nil
 }
 
 // Count returns the number of stored records (tests and benchmarks).

@@ -6,7 +6,10 @@
 // Key layout: records live in namespace "logs" under
 // <16 hex digits of the timestamp in Unix nanoseconds><id>, so a key scan is
 // a scan in time order (reverse = newest first) and a time window is a key
-// range. A second namespace maps id -> key so GET /api/logs/:id is one read.
+// range. Ids are UUIDv7 carrying the record's millisecond, so GET
+// /api/logs/:id reads the keys of that millisecond; a second namespace maps
+// id -> key only for ids that do not (ones a client chose, or written by an
+// older gateway), which halves the keys the store writes and compacts.
 // No other secondary indexes exist: filters on provider, model, status, keys
 // and text decode the records of the time window, a cost each query bounds
 // with a scan cap (see Query).
@@ -14,11 +17,10 @@ package logs
 
 import (
 	"encoding/hex"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/wasmgate/gateway/host/reqid"
 )
 
 // Status values of a Record.
@@ -91,25 +93,16 @@ type ErrorInfo struct {
 	Message string `json:"message,omitempty"`
 }
 
-// NewID returns a UUIDv7 whose time part is t, so ids sort like timestamps.
-// The pipeline may call it to know a record's id before handing it over.
-func NewID(t time.Time) string {
-	var u uuid.UUID
-	ms := uint64(t.UnixMilli())
-	u[0], u[1], u[2], u[3], u[4], u[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
-	// math/rand/v2 is seeded from the OS per process and is much cheaper
-	// than crypto/rand; ids need uniqueness, not secrecy.
-	a, b := rand.Uint64(), rand.Uint64()
-	for i := 6; i < 16; i++ {
-		if i < 14 {
-			u[i] = byte(a >> (8 * (i - 6)))
-		} else {
-			u[i] = byte(b >> (8 * (i - 14)))
-		}
-	}
-	u[6] = (u[6] & 0x0f) | 0x70 // version 7
-	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
-	return u.String()
+// NewID returns a request id whose time part is t (see reqid.New).
+func NewID(t time.Time) string { return reqid.New(t) }
+
+// derivedID reports whether a record's id carries the millisecond of its
+// key's timestamp, so the record can be found from the id alone (see
+// Logger.Get) and needs no entry in the id namespace. Every id the gateway
+// makes is such an id; only ids chosen elsewhere need the index.
+func derivedID(id string, tsNanos int64) bool {
+	ms, ok := reqid.Millis(id)
+	return ok && tsNanos >= 0 && ms == tsNanos/int64(time.Millisecond)
 }
 
 // normalize fills derived fields; it runs on the writer goroutine.
