@@ -40,7 +40,12 @@ type Plugin struct {
 	stderrN  int
 
 	pool chan *instance
+	// size is the most instances the plugin may have; live counts those
+	// created and not closed (idle or in a call). Only one is made at
+	// load: a Go guest's linear memory is MiBs, so a plugin grows to the
+	// concurrency it actually sees, not to the largest it could.
 	size int
+	live atomic.Int32
 	seq  atomic.Uint64
 	// recycleBytes: an instance whose linear memory grew past this is
 	// replaced after its call. Guest memory never shrinks, so one huge
@@ -121,14 +126,7 @@ func newPlugin(ctx context.Context, e *Engine, rt wazero.Runtime, spec plugins.S
 		return nil, err
 	}
 	p.pool <- first
-	for i := 1; i < p.size; i++ {
-		inst, err := p.newConfiguredInstance(ctx)
-		if err != nil {
-			p.drain(ctx)
-			return nil, err
-		}
-		p.pool <- inst
-	}
+	p.live.Store(1)
 	return p, nil
 }
 
@@ -330,6 +328,7 @@ func (p *Plugin) acquire(ctx context.Context, hook pluginsdk.Hook) (*instance, e
 		return inst, nil
 	default:
 	}
+	p.grow()
 	wait := max(10*p.timeout, 2*time.Second)
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -475,6 +474,31 @@ func firstLines(s string, n int) string {
 	return strings.Join(keep, " | ")
 }
 
+// Instances reports how many instances the plugin has now, idle or busy.
+func (p *Plugin) Instances() int { return int(p.live.Load()) }
+
+// grow adds an instance in the background when a call found none idle and
+// the plugin is below its pool size. The waiting call takes whichever
+// instance is free first, the new one or one coming back from a call.
+func (p *Plugin) grow() {
+	for {
+		n := p.live.Load()
+		if n >= int32(p.size) {
+			return
+		}
+		if p.live.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		p.live.Add(-1)
+		return
+	}
+	p.spawn()
+}
+
 // replace closes a dead instance and builds a new one in the background, so
 // the failing call returns at once and other calls keep using the rest of
 // the pool meanwhile.
@@ -483,8 +507,15 @@ func (p *Plugin) replace(dead *instance) {
 	defer p.mu.Unlock()
 	_ = dead.mod.Close(context.Background())
 	if p.closed.Load() {
+		p.live.Add(-1)
 		return
 	}
+	p.spawn()
+}
+
+// spawn builds one instance in the background and pools it, retrying with
+// backoff until it succeeds or the plugin closes; called with p.mu held.
+func (p *Plugin) spawn() {
 	p.replacer.Add(1)
 	go func() {
 		defer p.replacer.Done()
@@ -495,7 +526,7 @@ func (p *Plugin) replace(dead *instance) {
 				p.pool <- inst
 				return
 			}
-			p.log.Error("replacing wasm instance failed; retrying", "err", err, "backoff", backoff)
+			p.log.Error("creating wasm instance failed; retrying", "err", err, "backoff", backoff)
 			time.Sleep(backoff)
 			backoff = min(backoff*2, 5*time.Second)
 		}

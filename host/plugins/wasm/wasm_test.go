@@ -297,3 +297,60 @@ func TestRecycleAfterMemoryGrowth(t *testing.T) {
 		t.Fatalf("fresh instance already holds %d bytes", m)
 	}
 }
+
+// TestPoolGrowsOnDemand: a plugin starts with one instance and adds more,
+// up to pool_size, only when a call finds every instance busy; a call
+// arriving while the only instance is stuck is served by a new one at once
+// instead of waiting for the stuck call's timeout.
+func TestPoolGrowsOnDemand(t *testing.T) {
+	e := newEngine(t, &logBuffer{})
+	p := load(t, e, plugins.Spec{Name: "faulty", Runtime: plugins.RuntimeWasm, Source: modules["faulty"], Enabled: true,
+		Config: []byte(`{"tag":"ok"}`), Limits: plugins.Limits{PoolSize: 3, TimeoutMS: 3000}})
+	ctx := context.Background()
+	if n := p.Instances(); n != 1 {
+		t.Fatalf("instances after load = %d, want 1", n)
+	}
+	for i := 0; i < 20; i++ { // sequential calls reuse the one instance
+		if _, err := p.PreRequest(ctx, []byte("fine")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p.Instances(); n != 1 {
+		t.Fatalf("instances after sequential calls = %d, want 1", n)
+	}
+	stuck := make(chan error, 1)
+	go func() { _, err := p.PreRequest(ctx, []byte("loop")); stuck <- err }()
+	time.Sleep(200 * time.Millisecond) // the only instance is now looping
+	start := time.Now()
+	out, err := p.PreRequest(ctx, []byte("fine"))
+	if err != nil || string(out.Body) != "ok:fine" {
+		t.Fatalf("call beside a stuck one: %+v %v", out, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("call beside a stuck one waited %s: the pool did not grow", d)
+	}
+	if n := p.Instances(); n != 2 {
+		t.Fatalf("instances with one stuck call = %d, want 2", n)
+	}
+	if err := <-stuck; err == nil {
+		t.Fatal("the looping call succeeded")
+	}
+	// Many concurrent calls never take the pool past its size.
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				if _, err := p.PreRequest(ctx, []byte("fine")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := p.Instances(); n < 2 || n > 3 {
+		t.Fatalf("instances after concurrent calls = %d, want 2..3", n)
+	}
+}
