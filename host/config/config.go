@@ -35,6 +35,11 @@ type Config struct {
 	// data_dir/wasm-cache). Sharing it between gateways on one host saves
 	// the cold compile (about a second per module) at start-up.
 	PluginCacheDir string `koanf:"plugin_cache_dir" json:"plugin_cache_dir"`
+	// PluginIdleUnload unloads a wasm plugin's runtime (compiled code,
+	// instances, their memory) after this long without a call; the next
+	// call starts it again in tens of milliseconds from the compilation
+	// cache. 0 keeps every plugin loaded.
+	PluginIdleUnload Duration `koanf:"plugin_idle_unload" json:"plugin_idle_unload"`
 	// UntrustedBundledAdapters runs the adapters shipped with the gateway
 	// with termination checks, like third-party modules (slower; off by
 	// default because they come from the same build as the binary).

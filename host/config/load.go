@@ -33,6 +33,7 @@ func Defaults() map[string]any {
 		"port":                                  8080,
 		"data_dir":                              "./data",
 		"plugins_dir":                           DefaultPluginsDir(),
+		"plugin_idle_unload":                    "60s",
 		"log_level":                             "info",
 		"log_format":                            "text",
 		"server.max_body_bytes":                 64 << 20,
@@ -245,6 +246,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MemoryLimitMB < 0 || (c.MemoryLimitMB > 0 && c.MemoryLimitMB < 32) {
 		bad("memory_limit_mb", "must be 0 (no limit) or at least 32 (got %d)", c.MemoryLimitMB)
+	}
+	if c.PluginIdleUnload < 0 {
+		bad("plugin_idle_unload", "must be 0 (never) or a positive duration (got %s)", c.PluginIdleUnload.D())
 	}
 	if strings.TrimSpace(c.PluginsDir) == "" {
 		bad("plugins_dir", "must not be empty")

@@ -65,6 +65,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 	pl, err := registry.New(ctx, registry.Options{
 		Store: s.store, Log: s.log, DataDir: s.cfg.DataDir, PluginsDir: s.cfg.PluginsDir,
 		ConfigEntries: s.cfg.Entities["plugins"], PreloadFamilies: families, CacheDir: s.cfg.PluginCacheDir,
+		IdleUnload:       s.cfg.PluginIdleUnload.D(),
 		UntrustedBundled: s.cfg.UntrustedBundledAdapters,
 	})
 	if err != nil {

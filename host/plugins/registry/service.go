@@ -45,6 +45,9 @@ type Options struct {
 	PluginsDir string
 	// CacheDir is the compilation cache (default DataDir/wasm-cache).
 	CacheDir string
+	// IdleUnload unloads an idle wasm plugin's runtime (see
+	// wasm.Options.IdleUnload); 0 keeps every plugin loaded.
+	IdleUnload time.Duration
 	// ConfigEntries is the raw JSON of the config file's `plugins` array.
 	ConfigEntries json.RawMessage
 	// PreloadFamilies lists the wire families whose bundled adapters load
@@ -116,7 +119,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		return nil, err
 	}
 	s.engine, err = wasm.NewEngine(wasm.Options{
-		CacheDir: cacheDir(o), ModuleDir: s.pluginsDir, Logger: s.log,
+		CacheDir: cacheDir(o), ModuleDir: s.pluginsDir, Logger: s.log, IdleUnload: o.IdleUnload,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("plugins: %w", err)

@@ -1,6 +1,6 @@
 // Package wasm runs plugins as WebAssembly modules under wazero (compiler
-// engine): one compiled module per plugin version, a pre-warmed pool of
-// instances, a memory limit and an input cap per module, and a deadline per
+// engine): one compiled module per plugin version, a pool of instances
+// grown on demand and unloaded when idle, a memory limit and an input cap per module, and a deadline per
 // call for every module not marked trusted. A trap, panic, out-of-memory or
 // timeout kills only the instance it happened in; it is replaced in the
 // background and the caller gets a *plugins.Error naming the plugin.
@@ -41,6 +41,14 @@ type Options struct {
 	// path separator or .wasm suffix (e.g. "pii") loads ModuleDir/pii.wasm.
 	ModuleDir string
 	Logger    *slog.Logger
+	// IdleUnload, when positive, unloads the runtime of a plugin loaded
+	// from a file (its compiled code, instances and their memory) after
+	// that long without a call; the next call starts it again from the
+	// same verified file, which the compilation cache makes a matter of
+	// tens of milliseconds. An adapter a deployment only needs for its
+	// manifest (the OpenAI family on a passthrough-only gateway) or rarely
+	// then costs no memory.
+	IdleUnload time.Duration
 	// StderrLimit caps how many bytes of guest stdout/stderr each instance
 	// may forward to the logger; the rest is dropped (a chatty or hostile
 	// guest must not flood the logs).
@@ -105,12 +113,17 @@ func (e *Engine) Load(ctx context.Context, spec plugins.Spec) (plugins.Plugin, e
 	if err != nil {
 		return nil, fmt.Errorf("wasm: read module: %w", err)
 	}
-	return e.LoadBytes(ctx, spec, bin)
+	return e.load(ctx, spec, bin, path)
 }
 
 // LoadBytes starts a plugin from module bytes: verify the pin, compile
-// (cached), check the ABI before anything runs, then pre-warm the pool.
+// (cached), check the ABI before anything runs, then start one instance.
+// Such a plugin is never unloaded when idle: it has no file to restart from.
 func (e *Engine) LoadBytes(ctx context.Context, spec plugins.Spec, bin []byte) (*Plugin, error) {
+	return e.load(ctx, spec, bin, "")
+}
+
+func (e *Engine) load(ctx context.Context, spec plugins.Spec, bin []byte, path string) (*Plugin, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -120,23 +133,11 @@ func (e *Engine) LoadBytes(ctx context.Context, spec plugins.Spec, bin []byte) (
 		return nil, fmt.Errorf("wasm: module sha256 mismatch: spec pins %s, file is %s", spec.SHA256, got)
 	}
 	trusted := spec.Trusted && spec.SHA256 != ""
-
-	memMB := spec.Limits.MemoryMB
-	if memMB <= 0 {
-		memMB = DefaultMemoryMB
+	var src *moduleFile
+	if path != "" {
+		src = &moduleFile{path: path, sum: sum}
 	}
-	cfg := wazero.NewRuntimeConfigCompiler().
-		WithCompilationCache(e.cache).
-		WithMemoryLimitPages(uint32(memMB) * 16). // 64 KiB pages
-		WithCloseOnContextDone(!trusted)
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-
-	p, err := newPlugin(ctx, e, rt, spec, bin, trusted)
-	if err != nil {
-		_ = rt.Close(ctx)
-		return nil, err
-	}
-	return p, nil
+	return newPlugin(ctx, e, spec, bin, trusted, src)
 }
 
 func poolSize(spec plugins.Spec) int {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmgate/gateway/host/plugins"
@@ -56,6 +55,20 @@ type Plugin struct {
 	mu       sync.Mutex // guards closed with replacing.Add
 	closed   atomic.Bool
 	replacer sync.WaitGroup
+	spawning atomic.Int32 // spawn goroutines still building an instance
+
+	// Idle unloading (see lifecycle.go). rt, compiled and the instances
+	// exist only while running; calls hold state shared, starting and
+	// unloading the runtime hold it exclusively.
+	state     sync.RWMutex
+	running   bool
+	memMB     int
+	source    *moduleFile // nil: loaded from bytes, never unloaded
+	idleAfter time.Duration
+	lastCall  atomic.Int64 // Unix nanoseconds of the latest call
+	idleStop  chan struct{}
+	idleDone  chan struct{}
+	cache     wazero.CompilationCache
 }
 
 // instance is one module instance; used by one call at a time because
@@ -79,56 +92,6 @@ type instance struct {
 }
 
 type instanceKey struct{}
-
-func newPlugin(ctx context.Context, e *Engine, rt wazero.Runtime, spec plugins.Spec, bin []byte, trusted bool) (*Plugin, error) {
-	compiled, err := rt.CompileModule(ctx, bin)
-	if err != nil {
-		return nil, fmt.Errorf("wasm: compile: %w", err)
-	}
-	if err := checkABI(compiled); err != nil {
-		return nil, fmt.Errorf("wasm: %w", err)
-	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
-	}
-	p := &Plugin{
-		name: spec.Name, log: e.log.With("plugin", spec.Name), rt: rt, compiled: compiled,
-		trusted: trusted, timeout: spec.Limits.Timeout(DefaultTimeout), maxInput: spec.Limits.MaxInputBytes,
-		config: spec.Config, stderrN: e.opts.StderrLimit, size: poolSize(spec),
-	}
-	if p.maxInput <= 0 {
-		p.maxInput = DefaultMaxInputBytes
-	}
-	memMB := spec.Limits.MemoryMB
-	if memMB <= 0 {
-		memMB = DefaultMemoryMB
-	}
-	p.recycleBytes = uint32(memMB) << 20 / 4 * 3
-	if len(p.config) == 0 {
-		p.config = []byte("null")
-	}
-	p.Hooks = plugins.BindHooks(p)
-	if err := p.instantiateHostModule(ctx); err != nil {
-		return nil, err
-	}
-	p.pool = make(chan *instance, p.size)
-
-	first, err := p.newInstance(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.describe(ctx, first); err != nil {
-		_ = first.mod.Close(ctx)
-		return nil, err
-	}
-	if err := p.configure(ctx, first); err != nil {
-		_ = first.mod.Close(ctx)
-		return nil, err
-	}
-	p.pool <- first
-	p.live.Store(1)
-	return p, nil
-}
 
 func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 	i32 := api.ValueTypeI32
@@ -291,6 +254,12 @@ func (p *Plugin) Invoke(ctx context.Context, hook pluginsdk.Hook, in plugins.Inp
 	if size > p.maxInput {
 		return pluginsdk.Output{}, p.fail(hook, plugins.KindInputTooLarge,
 			fmt.Sprintf("input is %d bytes, limit is %d", size, p.maxInput), nil)
+	}
+	if p.source != nil {
+		if err := p.enter(hook); err != nil {
+			return pluginsdk.Output{}, err
+		}
+		defer p.state.RUnlock()
 	}
 	inst, err := p.acquire(ctx, hook)
 	if err != nil {
@@ -517,8 +486,10 @@ func (p *Plugin) replace(dead *instance) {
 // backoff until it succeeds or the plugin closes; called with p.mu held.
 func (p *Plugin) spawn() {
 	p.replacer.Add(1)
+	p.spawning.Add(1)
 	go func() {
 		defer p.replacer.Done()
+		defer p.spawning.Add(-1)
 		backoff := 10 * time.Millisecond
 		for !p.closed.Load() {
 			inst, err := p.newConfiguredInstance(context.Background())
@@ -552,10 +523,17 @@ func (p *Plugin) Close() error {
 	p.mu.Lock()
 	p.closed.Store(true)
 	p.mu.Unlock()
+	if p.idleStop != nil {
+		close(p.idleStop)
+		<-p.idleDone
+	}
 	p.replacer.Wait()
-	ctx := context.Background()
-	p.drain(ctx)
-	if err := p.rt.Close(ctx); err != nil {
+	p.state.Lock()
+	defer p.state.Unlock()
+	if !p.running {
+		return nil
+	}
+	if err := p.stop(context.Background()); err != nil {
 		return fmt.Errorf("wasm: close runtime of %q: %w", p.name, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -352,5 +353,99 @@ func TestPoolGrowsOnDemand(t *testing.T) {
 	wg.Wait()
 	if n := p.Instances(); n < 2 || n > 3 {
 		t.Fatalf("instances after concurrent calls = %d, want 2..3", n)
+	}
+}
+
+// TestIdleUnloadRestartsFromTheVerifiedFile: a plugin loaded from a file
+// unloads its runtime after the idle period and the next call starts it
+// again, configured as before; a module file changed meanwhile is refused
+// (KindUnavailable naming the file), and calls racing the unloading never
+// fail.
+func TestIdleUnloadRestartsFromTheVerifiedFile(t *testing.T) {
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e, err := wasm.NewEngine(wasm.Options{CacheDir: plugintest.CacheDir(), Logger: log, IdleUnload: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	path := filepath.Join(t.TempDir(), "faulty.wasm")
+	bin, err := os.ReadFile(modules["faulty"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := e.Load(context.Background(), plugins.Spec{Name: "faulty", Runtime: plugins.RuntimeWasm, Source: path, Enabled: true,
+		Config: []byte(`{"tag":"v7"}`), Limits: plugins.Limits{PoolSize: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pl.(*wasm.Plugin)
+	t.Cleanup(func() { _ = p.Close() })
+	ctx := context.Background()
+	call := func() error {
+		out, err := p.PreRequest(ctx, []byte("x"))
+		if err == nil && string(out.Body) != "v7:x" {
+			return fmt.Errorf("body %q, want v7:x (config lost across a restart?)", out.Body)
+		}
+		return err
+	}
+	waitUnloaded := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for p.Instances() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("still %d instances after the idle period", p.Instances())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	waitUnloaded()
+	if !strings.Contains(logs.String(), "runtime unloaded") {
+		t.Fatalf("no unload logged:\n%s", logs.String())
+	}
+	if err := call(); err != nil || p.Instances() != 1 {
+		t.Fatalf("call after unload: %v, %d instances", err, p.Instances())
+	}
+	if p.Manifest().Name != "faulty" {
+		t.Fatalf("manifest after restart: %+v", p.Manifest())
+	}
+
+	// Calls arriving around the idle deadline, some concurrent.
+	var wg sync.WaitGroup
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 12; i++ {
+				if err := call(); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(time.Duration(60+20*g+i*7) * time.Millisecond)
+			}
+		}(g)
+	}
+	wg.Wait()
+
+	waitUnloaded()
+	if err := os.WriteFile(path, append(bin, 0), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = call()
+	var pe *plugins.Error
+	if !errors.As(err, &pe) || pe.Kind != plugins.KindUnavailable || !strings.Contains(err.Error(), "changed since the plugin was loaded") {
+		t.Fatalf("call with a changed module file: %v", err)
+	}
+	if err := os.WriteFile(path, bin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(); err != nil {
+		t.Fatalf("call with the file restored: %v", err)
 	}
 }
