@@ -248,9 +248,11 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	if cl.p.stream && res.reader != nil {
 		return s.respondStream(c, cl, res)
 	}
-	defer res.cancel()
-	defer res.resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.resp.Body, int64(s.o.MaxResponseBytes)+1))
+	defer res.close()
+	// On the fast path body is the upstream response's pooled buffer,
+	// released when respond returns: what goes to the client or the
+	// caller is copied (see sendOwned).
+	body, err := res.readBody(int64(s.o.MaxResponseBytes) + 1)
 	if err != nil {
 		e := apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_read_failed",
 			fmt.Sprintf("reading the answer of provider %q failed: %v", res.target.Provider, err))
@@ -268,12 +270,12 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 		hdr := map[string]string{}
 		for _, k := range []string{"x-request-id", "request-id", "x-amzn-requestid",
 			"x-amzn-bedrock-input-token-count", "x-amzn-bedrock-output-token-count"} {
-			if v := res.resp.Header.Get(k); v != "" {
+			if v := res.header(k); v != "" {
 				hdr[k] = v
 			}
 		}
 		in := &AdaptResponseInput{RequestType: res.reqType,
-			Provider: res.target.Provider, Model: res.resolved, Status: res.resp.StatusCode, Headers: hdr, Body: rawJSON(body),
+			Provider: res.target.Provider, Model: res.resolved, Status: res.status(), Headers: hdr, Body: rawJSON(body),
 			Context: res.context}
 		if cl.reqType == TypeEmbedding {
 			if f, ok := jsonx.StringField(cl.p.body, "encoding_format"); ok {
@@ -295,7 +297,7 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 			s.finishError(cl, e)
 			return e
 		}
-	} else if !json.Valid(body) {
+	} else if !jsonx.Valid(body) {
 		e := apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed",
 			fmt.Sprintf("provider %q answered a body that is not JSON", res.target.Provider))
 		s.finishError(cl, e)
@@ -324,15 +326,38 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	if cl.eg != nil {
 		return s.sendNative(c, cl, out)
 	}
-	out = injectExtraFields(out, s.extraFields(cl))
-	cl.out.ResponseBody = out
-	s.record(cl)
+	var scratch [1024]byte
+	extra := s.appendExtraFields(scratch[:0], cl)
 	if cl.capture != nil {
+		out = injectExtraFields(out, extra)
+		if res.fresp != nil {
+			out = bytes.Clone(out) // out may still be the pooled upstream body
+		}
+		cl.out.ResponseBody = out
+		s.record(cl)
 		*cl.capture = out
 		return nil
 	}
+	// The answer is written straight into the response's pooled body
+	// buffer: no buffer of its own, and nothing aliases the upstream
+	// response, which is released when respond returns.
+	r := c.Response()
+	if end, comma, ok := extraFieldsSplice(out); ok {
+		r.SetBody(out[:end])
+		if comma {
+			r.AppendBodyString(",")
+		}
+		r.AppendBodyString(`"extra_fields":`)
+		r.AppendBody(extra)
+		r.AppendBody(out[end:])
+	} else {
+		r.SetBody(out)
+	}
+	cl.out.ResponseBody = r.Body()
+	s.record(cl)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Status(http.StatusOK).Send(out)
+	c.Status(http.StatusOK)
+	return nil
 }
 
 // respondStream forwards the stream as it arrives: events read ahead while
@@ -671,13 +696,12 @@ func appendUSD(b []byte, v float64) []byte {
 	return strconv.AppendFloat(b, math.Round(v*1e10)/1e10, 'f', -1, 64)
 }
 
-// extraFields is the gateway's report added to a successful response. It is
-// written by hand: it runs on every request and encoding/json's reflection
-// cost several microseconds here.
-func (s *Service) extraFields(cl *call) []byte {
+// appendExtraFields appends the gateway's report added to a successful
+// response to b. It is written by hand: it runs on every request and
+// encoding/json's reflection cost several microseconds here.
+func (s *Service) appendExtraFields(b []byte, cl *call) []byte {
 	lat := float64(s.now().Sub(cl.out.Start).Microseconds()) / 1000
 	u := cl.out.Usage
-	b := make([]byte, 0, 1024)
 	str := func(k, v string) {
 		b = append(b, '"')
 		b = append(b, k...)
@@ -766,22 +790,33 @@ func (s *Service) extraFields(cl *call) []byte {
 // injectExtraFields adds "extra_fields" as the last member of a JSON object
 // without re-encoding the rest.
 func injectExtraFields(doc, extra []byte) []byte {
-	end := bytes.LastIndexByte(doc, '}')
-	if end < 0 {
-		return doc
-	}
-	if _, _, exists := jsonx.Field(doc, "extra_fields"); exists {
+	end, comma, ok := extraFieldsSplice(doc)
+	if !ok {
 		return doc
 	}
 	out := make([]byte, 0, len(doc)+len(extra)+20)
 	out = append(out, doc[:end]...)
-	trimmed := bytes.TrimSpace(doc[:end])
-	if len(trimmed) > 0 && trimmed[len(trimmed)-1] != '{' {
+	if comma {
 		out = append(out, ',')
 	}
 	out = append(out, `"extra_fields":`...)
 	out = append(out, extra...)
 	return append(out, doc[end:]...)
+}
+
+// extraFieldsSplice finds where "extra_fields" goes in doc: before the
+// closing brace at end, after a comma when the object has members. ok is
+// false when doc is not an object or already carries the member.
+func extraFieldsSplice(doc []byte) (end int, comma, ok bool) {
+	end = bytes.LastIndexByte(doc, '}')
+	if end < 0 {
+		return 0, false, false
+	}
+	if _, _, exists := jsonx.Field(doc, "extra_fields"); exists {
+		return 0, false, false
+	}
+	trimmed := bytes.TrimSpace(doc[:end])
+	return end, len(trimmed) > 0 && trimmed[len(trimmed)-1] != '{', true
 }
 
 func mustJSON(v any) []byte {
