@@ -496,7 +496,12 @@ func (s *Service) sendNative(c *fiber.Ctx, cl *call, unified []byte) error {
 	cl.out.ResponseBody = unified
 	s.record(cl)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Status(http.StatusOK).Send(native)
+	// Copied into the response's buffer: native may be a part of the fast
+	// path's pooled upstream body (an answer passed through), released
+	// before the response is written.
+	c.Response().SetBody(native)
+	c.Status(http.StatusOK)
+	return nil
 }
 
 // streamContentType is the stream's media type in the caller's wire.

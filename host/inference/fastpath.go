@@ -67,13 +67,13 @@ func staticAuthHeaders(info providers.Info, c *credential) map[string]string {
 	return h
 }
 
-// sendFast performs one upstream exchange with fasthttp and returns it as
-// an *http.Response whose body is already in memory.
-func sendFast(ctx context.Context, client *fasthttp.Client, url string, body []byte, headers ...map[string]string) (*http.Response, error) {
+// sendFast performs one upstream exchange with fasthttp. The answer stays
+// in the pooled response, body included, so nothing is copied or converted
+// to net/http's types; the caller releases it (attemptResult.close) once
+// the answer has been handed on.
+func sendFast(client *fasthttp.Client, url string, body []byte, deadline time.Time, headers ...map[string]string) (*fasthttp.Response, error) {
 	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI(url)
 	req.Header.SetMethod(http.MethodPost)
 	req.Header.SetContentType("application/json")
@@ -83,33 +83,29 @@ func sendFast(ctx context.Context, client *fasthttp.Client, url string, body []b
 		}
 	}
 	req.SetBodyRaw(body)
-	var err error
-	if dl, ok := ctx.Deadline(); ok {
-		err = client.DoDeadline(req, resp, dl)
-	} else {
-		err = client.Do(req, resp)
-	}
-	if err != nil {
+	resp := fasthttp.AcquireResponse()
+	if err := client.DoDeadline(req, resp, deadline); err != nil {
+		fasthttp.ReleaseResponse(resp)
 		return nil, err
 	}
-	out := &http.Response{StatusCode: resp.StatusCode(), Header: http.Header{}, Request: nil}
-	resp.Header.VisitAll(func(k, v []byte) {
-		out.Header.Add(string(k), string(v))
-	})
-	out.Body = io.NopCloser(bytes.NewReader(append([]byte(nil), resp.Body()...)))
-	return out, nil
+	return resp, nil
 }
 
 // fastAttempt sends one attempt on the fast path (see fastEligible).
 func (s *Service) fastAttempt(ctx context.Context, tgt targetInfo, body []byte,
-	timeout time.Duration, headers ...map[string]string) (*http.Response, *attemptError) {
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	timeout time.Duration, headers ...map[string]string) (*fasthttp.Response, *attemptError) {
+	// fasthttp takes a deadline, not a context: the earlier of the
+	// provider's timeout and the caller's own deadline, computed here
+	// rather than through a context and its timer.
+	deadline := time.Now().Add(timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
 	// Later maps win: provider extra headers, the adapter's headers,
 	// plugin headers, then credentials.
 	all := append([]map[string]string{tgt.extraHeaders}, headers...)
 	all = append(all, tgt.auth)
-	resp, err := sendFast(dctx, tgt.fast, tgt.url, body, all...)
+	resp, err := sendFast(tgt.fast, tgt.url, body, deadline, all...)
 	if err != nil {
 		code, msg := http.StatusBadGateway, fmt.Sprintf("provider %q unreachable: %v", tgt.provider, err)
 		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
@@ -140,4 +136,73 @@ func fastEligible(spec *UpstreamRequest, stream bool, fast *fasthttp.Client, cre
 		return false
 	}
 	return spec.URL != "" || baseURL != ""
+}
+
+// The upstream answer of an attempt comes from one of two clients: the
+// fast path's pooled fasthttp response (body in memory) or net/http's
+// response (body streamed). These accessors hide which.
+
+// status is the upstream's HTTP status.
+func (res *attemptResult) status() int {
+	if res.fresp != nil {
+		return res.fresp.StatusCode()
+	}
+	return res.resp.StatusCode
+}
+
+// header is the first value of an upstream header, whatever its case: the
+// fast client keeps header names as sent.
+func (res *attemptResult) header(name string) string {
+	if res.fresp == nil {
+		return res.resp.Header.Get(name)
+	}
+	var v []byte
+	found := false
+	res.fresp.Header.VisitAll(func(k, val []byte) {
+		if !found && len(k) == len(name) && bytes.EqualFold(k, []byte(name)) {
+			v, found = val, true
+		}
+	})
+	return string(v)
+}
+
+// readBody reads at most limit bytes of the upstream body. On the fast
+// path it is the pooled response's own buffer: valid until close, never
+// to be kept or handed to the client without a copy.
+func (res *attemptResult) readBody(limit int64) ([]byte, error) {
+	if res.fresp != nil {
+		b := res.fresp.Body()
+		if int64(len(b)) > limit {
+			b = b[:limit]
+		}
+		return b, nil
+	}
+	return io.ReadAll(io.LimitReader(res.resp.Body, limit))
+}
+
+// close ends the exchange: the fast path's response goes back to its
+// pool, net/http's body is closed and its attempt context cancelled.
+func (res *attemptResult) close() {
+	if res.fresp != nil {
+		fasthttp.ReleaseResponse(res.fresp)
+		res.fresp = nil
+	} else if res.resp != nil {
+		res.resp.Body.Close()
+	}
+	res.cancel()
+}
+
+// retryHeaders are the upstream's retry hints as an http.Header, which
+// routing.ParseRetryAfter reads.
+func (res *attemptResult) retryHeaders() http.Header {
+	if res.fresp == nil {
+		return res.resp.Header
+	}
+	h := http.Header{}
+	for _, k := range []string{"retry-after-ms", "Retry-After"} {
+		if v := res.header(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+	return h
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -50,7 +49,10 @@ type call struct {
 
 // attemptResult is a successful upstream exchange not yet sent to the client.
 type attemptResult struct {
+	// resp is net/http's answer; fresp the fast path's (see fastpath.go),
+	// read through status, header, readBody and released by close.
 	resp        *http.Response
+	fresp       *fasthttp.Response
 	cancel      context.CancelFunc
 	adapter     Adapter
 	passthrough bool
@@ -351,17 +353,17 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		if url == "" {
 			url = strings.TrimRight(baseURL, "/") + spec.Path
 		}
-		resp, aerr := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
+		fresp, aerr := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
 			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, timeout, spec.Headers, cl.upstreamHeaders)
 		if aerr != nil {
 			return nil, aerr
 		}
-		res := &attemptResult{resp: resp, cancel: func() {}, adapter: adapter, passthrough: passthrough,
+		res := &attemptResult{fresp: fresp, cancel: func() {}, adapter: adapter, passthrough: passthrough,
 			target: tgt, resolved: resolved, keyID: key.ID, reqType: effType, conv: conv}
 		if len(spec.Context) <= pluginsdk.MaxAdapterContext {
 			res.context = spec.Context
 		}
-		if resp.StatusCode >= 300 {
+		if fresp.StatusCode() >= 300 {
 			return nil, s.upstreamFailure(ctx, tgt, key, res)
 		}
 		return res, nil
@@ -496,22 +498,21 @@ func openAIWireType(t string) bool {
 // upstreamFailure turns a non-2xx upstream answer into the attempt's error:
 // the provider's status and message, Retry-After, and key health.
 func (s *Service) upstreamFailure(ctx context.Context, tgt routing.Target, key *routing.Key, res *attemptResult) *attemptError {
-	resp := res.resp
+	status := res.status()
 	{
-		defer res.cancel()
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		e := apierr.New(resp.StatusCode, apierr.TypeUpstream, "upstream_error",
-			fmt.Sprintf("provider %q answered %d: %s", tgt.Provider, resp.StatusCode, upstreamMessage(resp.StatusCode, body)))
+		defer res.close()
+		body, _ := res.readBody(1 << 20)
+		e := apierr.New(status, apierr.TypeUpstream, "upstream_error",
+			fmt.Sprintf("provider %q answered %d: %s", tgt.Provider, status, upstreamMessage(status, body)))
 		e.IsGatewayError = false
-		if resp.StatusCode < 400 {
+		if status < 400 {
 			e.StatusCode = http.StatusBadGateway
 		}
 		var raw any
 		if json.Unmarshal(body, &raw) == nil {
 			e.WithExtra(&apierr.ExtraFields{RawResponse: raw})
 		}
-		ra := routing.ParseRetryAfter(resp.Header, time.Now())
+		ra := routing.ParseRetryAfter(res.retryHeaders(), time.Now())
 		if ra > 0 {
 			ms := ra.Milliseconds()
 			if e.ExtraFields == nil {
@@ -519,9 +520,9 @@ func (s *Service) upstreamFailure(ctx context.Context, tgt routing.Target, key *
 			}
 			e.ExtraFields.RetryAfterMS = &ms
 		}
-		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		if status == http.StatusUnauthorized || status == http.StatusForbidden {
 			_ = s.o.Providers.SetKeyStatus(context.WithoutCancel(ctx), tgt.Provider, key.ID, "auth_failed", e.Detail.Message)
 		}
-		return &attemptError{err: e, retryable: routing.Retryable(resp.StatusCode), retryAfter: ra}
+		return &attemptError{err: e, retryable: routing.Retryable(status), retryAfter: ra}
 	}
 }

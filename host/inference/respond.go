@@ -1,7 +1,6 @@
 package inference
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -248,9 +247,11 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	if cl.p.stream && res.reader != nil {
 		return s.respondStream(c, cl, res)
 	}
-	defer res.cancel()
-	defer res.resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.resp.Body, int64(s.o.MaxResponseBytes)+1))
+	defer res.close()
+	// On the fast path body is the upstream response's pooled buffer,
+	// released when respond returns: what goes to the client or the
+	// caller is copied (see sendOwned).
+	body, err := res.readBody(int64(s.o.MaxResponseBytes) + 1)
 	if err != nil {
 		e := apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_read_failed",
 			fmt.Sprintf("reading the answer of provider %q failed: %v", res.target.Provider, err))
@@ -268,12 +269,12 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 		hdr := map[string]string{}
 		for _, k := range []string{"x-request-id", "request-id", "x-amzn-requestid",
 			"x-amzn-bedrock-input-token-count", "x-amzn-bedrock-output-token-count"} {
-			if v := res.resp.Header.Get(k); v != "" {
+			if v := res.header(k); v != "" {
 				hdr[k] = v
 			}
 		}
 		in := &AdaptResponseInput{RequestType: res.reqType,
-			Provider: res.target.Provider, Model: res.resolved, Status: res.resp.StatusCode, Headers: hdr, Body: rawJSON(body),
+			Provider: res.target.Provider, Model: res.resolved, Status: res.status(), Headers: hdr, Body: rawJSON(body),
 			Context: res.context}
 		if cl.reqType == TypeEmbedding {
 			if f, ok := jsonx.StringField(cl.p.body, "encoding_format"); ok {
@@ -295,7 +296,7 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 			s.finishError(cl, e)
 			return e
 		}
-	} else if !json.Valid(body) {
+	} else if !jsonx.Valid(body) {
 		e := apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_malformed",
 			fmt.Sprintf("provider %q answered a body that is not JSON", res.target.Provider))
 		s.finishError(cl, e)
@@ -324,15 +325,38 @@ func (s *Service) respond(c *fiber.Ctx, cl *call, res *attemptResult) error {
 	if cl.eg != nil {
 		return s.sendNative(c, cl, out)
 	}
-	out = injectExtraFields(out, s.extraFields(cl))
-	cl.out.ResponseBody = out
-	s.record(cl)
+	var scratch [1024]byte
+	extra := s.appendExtraFields(scratch[:0], cl)
 	if cl.capture != nil {
+		out = injectExtraFields(out, extra)
+		if res.fresp != nil {
+			out = bytes.Clone(out) // out may still be the pooled upstream body
+		}
+		cl.out.ResponseBody = out
+		s.record(cl)
 		*cl.capture = out
 		return nil
 	}
+	// The answer is written straight into the response's pooled body
+	// buffer: no buffer of its own, and nothing aliases the upstream
+	// response, which is released when respond returns.
+	r := c.Response()
+	if end, comma, ok := extraFieldsSplice(out); ok {
+		r.SetBody(out[:end])
+		if comma {
+			r.AppendBodyString(",")
+		}
+		r.AppendBodyString(`"extra_fields":`)
+		r.AppendBody(extra)
+		r.AppendBody(out[end:])
+	} else {
+		r.SetBody(out)
+	}
+	cl.out.ResponseBody = r.Body()
+	s.record(cl)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Status(http.StatusOK).Send(out)
+	c.Status(http.StatusOK)
+	return nil
 }
 
 // respondStream forwards the stream as it arrives: events read ahead while
@@ -342,16 +366,89 @@ func (s *Service) respondStream(c *fiber.Ctx, cl *call, res *attemptResult) erro
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
-	ctx := context.WithoutCancel(c.UserContext())
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer res.cancel()
-		defer res.resp.Body.Close()
-		em := &streamEmitter{s: s, cl: cl, res: res, w: w, sp: s.newStreamPlugins(), ctx: ctx}
-		em.first = true
-		em.nativePass = sameWire(cl, res) && em.sp == nil
-		streamErr := em.run()
-		s.finishStream(cl, streamErr)
-	})
+	em := &streamEmitter{s: s, cl: cl, res: res, sp: s.newStreamPlugins(), ctx: context.WithoutCancel(c.UserContext())}
+	em.first = true
+	em.nativePass = sameWire(cl, res) && em.sp == nil
+	// Unknown length: fasthttp writes each Read as one chunk and flushes it.
+	c.Response().SetBodyStream(&streamBody{em: em}, -1)
+	return nil
+}
+
+// streamBody is a streamed answer as the response body. fasthttp's server
+// pulls it from the connection's own goroutine and flushes each Read to
+// the client; SetBodyStreamWriter would run the emitter on a goroutine of
+// its own behind an in-memory pipe, with a goroutine hand-off (often a
+// thread wake-up) for every flush.
+type streamBody struct {
+	em    *streamEmitter
+	off   int // of em.out, sent up to here
+	phase int
+	eof   bool // io.EOF was returned: the client got the whole stream
+	err   *apierr.Error
+	// sawDone: the upstream sent its own [DONE].
+	sawDone bool
+}
+
+const (
+	phaseStart   = iota // the events read while opening the stream go first
+	phaseBatches        // then batches as the upstream sends them
+	phaseEnded          // the end of the stream is written
+	phaseClosed         // recorded and the upstream released
+)
+
+// Read hands out what the emitter wrote; when all of it is sent it runs
+// the emitter's next step. Each step's output is one chunk, as each
+// flush was.
+func (b *streamBody) Read(p []byte) (int, error) {
+	em := b.em
+	for b.off >= len(em.out) {
+		em.out, b.off = em.out[:0], 0
+		switch b.phase {
+		case phaseStart:
+			b.err = em.start()
+			b.phase = phaseBatches
+			if b.err != nil {
+				em.finish(b.err, b.sawDone)
+				b.phase = phaseEnded
+			}
+		case phaseBatches:
+			if !em.step(&b.err, &b.sawDone) {
+				em.finish(b.err, b.sawDone)
+				b.phase = phaseEnded
+			}
+		default:
+			b.eof = true
+			return 0, io.EOF
+		}
+		// Events already read from the upstream go out with what was just
+		// written: a burst is one write to the client, not one per step.
+		for b.phase == phaseBatches && (em.res.unread != nil || em.res.reader.more()) {
+			if !em.step(&b.err, &b.sawDone) {
+				em.finish(b.err, b.sawDone)
+				b.phase = phaseEnded
+			}
+		}
+	}
+	n := copy(p, em.out[b.off:])
+	b.off += n
+	return n, nil
+}
+
+// Close is called by fasthttp once the body is written or the client is
+// gone (a failed write ends the pulling): the outcome is recorded and the
+// upstream released, which cancels it when the stream did not end.
+func (b *streamBody) Close() error {
+	if b.phase == phaseClosed {
+		return nil
+	}
+	em := b.em
+	if !b.eof {
+		em.gone = true
+		em.cl.out.ClientCanceled = true
+	}
+	b.phase = phaseClosed
+	em.s.finishStream(em.cl, b.err)
+	em.res.close()
 	return nil
 }
 
@@ -362,7 +459,7 @@ type streamEmitter struct {
 	s     *Service
 	cl    *call
 	res   *attemptResult
-	w     *bufio.Writer
+	out   []byte // written, to be sent at the next flush point
 	sp    *streamPlugins
 	ctx   context.Context
 	first bool
@@ -393,20 +490,7 @@ func (em *streamEmitter) write(b []byte) {
 			em.cl.out.Usage = u
 		}
 	}
-	if _, err := em.w.Write(b); err != nil {
-		em.gone = true
-	}
-}
-
-func (em *streamEmitter) flush() bool {
-	if em.gone {
-		return false
-	}
-	if err := em.w.Flush(); err != nil {
-		em.gone = true
-		em.cl.out.ClientCanceled = true
-	}
-	return !em.gone
+	em.out = append(em.out, b...)
 }
 
 // chunks emits unified chunks through the stream plugins and the wire
@@ -470,9 +554,9 @@ func (em *streamEmitter) adapt(batch []UpstreamEvent, end bool) ([]json.RawMessa
 	return chunks, nil
 }
 
-func (em *streamEmitter) run() *apierr.Error {
+// start writes what was read while opening the stream.
+func (em *streamEmitter) start() *apierr.Error {
 	res := em.res
-	var streamErr *apierr.Error
 	if em.transforms() {
 		held := res.heldChunks
 		if res.passthrough {
@@ -483,63 +567,57 @@ func (em *streamEmitter) run() *apierr.Error {
 				em.write(em.passLine(ev))
 			}
 		}
-		streamErr = em.chunks(held, false)
+		return em.chunks(held, false)
+	}
+	for _, p := range res.pending {
+		em.write(p)
+	}
+	return nil
+}
+
+// step reads the next batch of the upstream and writes it; it reports
+// whether the stream goes on. *streamErr is set when it broke; *sawDone
+// when a passed-through upstream sent its own [DONE].
+func (em *streamEmitter) step(streamErr **apierr.Error, sawDone *bool) bool {
+	res := em.res
+	var batch []UpstreamEvent
+	var err error
+	if batch = res.unread; batch != nil {
+		res.unread = nil
 	} else {
-		for _, p := range res.pending {
-			em.write(p)
-		}
+		batch, err = readBatch(res.reader, em.s.o.StreamBatchMax)
 	}
-	if !em.flush() {
-		return nil
+	end := errors.Is(err, io.EOF)
+	if err != nil && !end {
+		*streamErr = apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
+			fmt.Sprintf("provider %q stream broke: %v", res.target.Provider, err))
 	}
-	sawDone := false
-	for streamErr == nil {
-		var batch []UpstreamEvent
-		var err error
-		if batch = res.unread; batch != nil {
-			res.unread = nil
-		} else {
-			batch, err = readBatch(res.reader, em.s.o.StreamBatchMax)
+	if !em.transforms() && res.passthrough {
+		for _, ev := range batch {
+			if bytes.Equal(ev.Data, []byte(`"[DONE]"`)) {
+				*sawDone = true
+			} else if malformedEvent(ev) {
+				*streamErr = malformedStream(res)
+				break
+			}
+			em.write(sseLine(ev))
 		}
-		end := errors.Is(err, io.EOF)
-		if err != nil && !end {
-			streamErr = apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_stream_error",
-				fmt.Sprintf("provider %q stream broke: %v", res.target.Provider, err))
+	} else {
+		chunks, aerr := em.adapt(batch, end || *streamErr != nil)
+		if aerr != nil && *streamErr == nil {
+			*streamErr = aerr
+			em.passedErr = em.nativePass
 		}
-		if !em.transforms() && res.passthrough {
+		if em.nativePass {
 			for _, ev := range batch {
-				if bytes.Equal(ev.Data, []byte(`"[DONE]"`)) {
-					sawDone = true
-				} else if malformedEvent(ev) {
-					streamErr = malformedStream(res)
-					break
-				}
-				em.write(sseLine(ev))
-			}
-		} else {
-			chunks, aerr := em.adapt(batch, end || streamErr != nil)
-			if aerr != nil && streamErr == nil {
-				streamErr = aerr
-				em.passedErr = em.nativePass
-			}
-			if em.nativePass {
-				for _, ev := range batch {
-					em.write(em.passLine(ev))
-				}
-			}
-			if cerr := em.chunks(chunks, end || streamErr != nil); cerr != nil && streamErr == nil {
-				streamErr = cerr
+				em.write(em.passLine(ev))
 			}
 		}
-		if streamErr != nil || !em.flush() {
-			break
-		}
-		if end {
-			break
+		if cerr := em.chunks(chunks, end || *streamErr != nil); cerr != nil && *streamErr == nil {
+			*streamErr = cerr
 		}
 	}
-	em.finish(streamErr, sawDone)
-	return streamErr
+	return *streamErr == nil && !end
 }
 
 // finish ends the stream in the client's wire: an error event, the
@@ -568,7 +646,6 @@ func (em *streamEmitter) finish(streamErr *apierr.Error, sawDone bool) {
 	case !sawDone || em.transforms():
 		em.write([]byte("data: [DONE]\n\n"))
 	}
-	em.flush()
 }
 
 // readBatch reads one event (blocking) and then whatever more is already
@@ -671,13 +748,12 @@ func appendUSD(b []byte, v float64) []byte {
 	return strconv.AppendFloat(b, math.Round(v*1e10)/1e10, 'f', -1, 64)
 }
 
-// extraFields is the gateway's report added to a successful response. It is
-// written by hand: it runs on every request and encoding/json's reflection
-// cost several microseconds here.
-func (s *Service) extraFields(cl *call) []byte {
+// appendExtraFields appends the gateway's report added to a successful
+// response to b. It is written by hand: it runs on every request and
+// encoding/json's reflection cost several microseconds here.
+func (s *Service) appendExtraFields(b []byte, cl *call) []byte {
 	lat := float64(s.now().Sub(cl.out.Start).Microseconds()) / 1000
 	u := cl.out.Usage
-	b := make([]byte, 0, 1024)
 	str := func(k, v string) {
 		b = append(b, '"')
 		b = append(b, k...)
@@ -766,22 +842,33 @@ func (s *Service) extraFields(cl *call) []byte {
 // injectExtraFields adds "extra_fields" as the last member of a JSON object
 // without re-encoding the rest.
 func injectExtraFields(doc, extra []byte) []byte {
-	end := bytes.LastIndexByte(doc, '}')
-	if end < 0 {
-		return doc
-	}
-	if _, _, exists := jsonx.Field(doc, "extra_fields"); exists {
+	end, comma, ok := extraFieldsSplice(doc)
+	if !ok {
 		return doc
 	}
 	out := make([]byte, 0, len(doc)+len(extra)+20)
 	out = append(out, doc[:end]...)
-	trimmed := bytes.TrimSpace(doc[:end])
-	if len(trimmed) > 0 && trimmed[len(trimmed)-1] != '{' {
+	if comma {
 		out = append(out, ',')
 	}
 	out = append(out, `"extra_fields":`...)
 	out = append(out, extra...)
 	return append(out, doc[end:]...)
+}
+
+// extraFieldsSplice finds where "extra_fields" goes in doc: before the
+// closing brace at end, after a comma when the object has members. ok is
+// false when doc is not an object or already carries the member.
+func extraFieldsSplice(doc []byte) (end int, comma, ok bool) {
+	end = bytes.LastIndexByte(doc, '}')
+	if end < 0 {
+		return 0, false, false
+	}
+	if _, _, exists := jsonx.Field(doc, "extra_fields"); exists {
+		return 0, false, false
+	}
+	trimmed := bytes.TrimSpace(doc[:end])
+	return end, len(trimmed) > 0 && trimmed[len(trimmed)-1] != '{', true
 }
 
 func mustJSON(v any) []byte {

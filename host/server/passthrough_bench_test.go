@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,6 +21,16 @@ import (
 // the client and the upstream on the same cores; allocs/op is dominated by
 // the gateway (the fasthttp client allocates nothing per request).
 func BenchmarkPassthroughChat(b *testing.B) {
+	benchPassthrough(b, `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}]}`)
+}
+
+// BenchmarkPassthroughChatStream is BenchmarkPassthroughChat streamed: the
+// fake upstream answers with six SSE events, passed through as they come.
+func BenchmarkPassthroughChatStream(b *testing.B) {
+	benchPassthrough(b, `{"model":"openai/gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello in one short sentence."}]}`)
+}
+
+func benchPassthrough(b *testing.B, reqBody string) {
 	up := httptest.NewServer(fakeupstream.NewSet(fakeupstream.Options{}))
 	defer up.Close()
 	g := testgw.Start(b, testgw.Options{ConfigYAML: fmt.Sprintf(`providers:
@@ -33,7 +44,7 @@ func BenchmarkPassthroughChat(b *testing.B) {
 	}
 	go func() { _ = g.Server.App().Listener(ln) }()
 	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
-	body := []byte(`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}]}`)
+	body := []byte(reqBody)
 	client := &fasthttp.Client{}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -47,7 +58,7 @@ func BenchmarkPassthroughChat(b *testing.B) {
 		if err := client.Do(req, resp); err != nil {
 			b.Fatal(err)
 		}
-		if resp.StatusCode() != http.StatusOK {
+		if resp.StatusCode() != http.StatusOK || !bytes.Contains(resp.Body(), []byte("hello")) {
 			b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
 		}
 	}
