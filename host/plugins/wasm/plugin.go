@@ -93,6 +93,14 @@ type instance struct {
 
 type instanceKey struct{}
 
+// guestGOGC is the GOGC a Go guest runs with (other languages ignore it).
+// A guest's heap lives in its linear memory, which never shrinks and is
+// itself host heap: at Go's default of 100 an adapter instance under load
+// held 10 MiB, at 25 it holds 7 MiB, with no measurable CPU cost because a
+// guest's live heap is tiny (measured with the anthropic adapter at
+// concurrency 64, 2026-11-25).
+const guestGOGC = "25"
+
 func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 	i32 := api.ValueTypeI32
 	b := p.rt.NewHostModuleBuilder(pluginsdk.ImportModule)
@@ -172,7 +180,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		// _initialize is called below, after the ABI check already passed
 		// at compile time and with the instance in the context.
 		WithStartFunctions().
-		WithSysWalltime().WithSysNanotime().
+		WithSysWalltime().WithSysNanotime().WithEnv("GOGC", guestGOGC).
 		WithRandSource(rand.Reader).
 		WithStdout(inst.stderr).WithStderr(inst.stderr)
 	mod, err := p.rt.InstantiateModule(ctx, p.compiled, cfg)

@@ -142,6 +142,12 @@ func TestHooksRoundTrip(t *testing.T) {
 	if err != nil || !bytes.Contains(out.Body, []byte(`"x-model":"gpt-x"`)) {
 		t.Fatalf("adapt_request: %s %v", out.Body, err)
 	}
+	// Go guests run with a small GC target: their heap is linear memory,
+	// which never shrinks.
+	out, err = p.PreRequest(ctx, []byte("env GOGC"))
+	if err != nil || string(out.Body) != "25" {
+		t.Fatalf("guest GOGC = %q (%v), want 25", out.Body, err)
+	}
 	// Large input grows the guest buffer once and keeps working.
 	big := bytes.Repeat([]byte("a"), 300<<10)
 	out, err = p.PreRequest(ctx, big)

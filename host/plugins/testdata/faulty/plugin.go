@@ -60,6 +60,9 @@ func (f *faulty) PreRequest(req []byte) (pluginsdk.Output, error) {
 		return pluginsdk.Output{}, pluginsdk.Reject(403, "rejected on purpose")
 	case "respond":
 		return pluginsdk.Respond([]byte(`{"id":"short","choices":[]}`)), nil
+	case "env": // "env NAME" answers the guest's environment variable
+		_, name, _ := bytes.Cut(req, []byte(" "))
+		return pluginsdk.Output{Status: pluginsdk.StatusOK, Body: []byte(os.Getenv(string(name)))}, nil
 	}
 	out := append([]byte(f.tag+":"), req...)
 	return pluginsdk.Output{Status: pluginsdk.StatusOK, Body: out, Headers: map[string]string{"x-faulty-tag": f.tag}}, nil
