@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -414,7 +413,7 @@ type Summary struct {
 // MaxScanRecords of them).
 func (l *Logger) Stats(ctx context.Context, f Filter) (*Summary, error) {
 	s := &Summary{ByProvider: map[string]*Breakdown{}, ByModel: map[string]*Breakdown{}}
-	var lat []float64
+	var lat latencies
 	var latSum float64
 	_, truncated, err := l.scan(ctx, &f, false, "", l.opts.MaxScanRecords, func(key string, val []byte, r *Record) (bool, error) {
 		if r == nil {
@@ -429,7 +428,7 @@ func (l *Logger) Stats(ctx context.Context, f Filter) (*Summary, error) {
 		} else {
 			s.ErrorCount++
 		}
-		lat = append(lat, r.LatencyMS)
+		lat.add(r.LatencyMS)
 		latSum += r.LatencyMS
 		s.TotalTokens += r.TotalTokens
 		s.PromptTokens += r.PromptTokens
@@ -446,8 +445,8 @@ func (l *Logger) Stats(ctx context.Context, f Filter) (*Summary, error) {
 	if s.TotalRequests > 0 {
 		s.SuccessRate = float64(s.SuccessCount) / float64(s.TotalRequests)
 		s.AverageLatencyMS = latSum / float64(s.TotalRequests)
-		sort.Float64s(lat)
-		s.P50LatencyMS, s.P95LatencyMS, s.P99LatencyMS = percentile(lat, 50), percentile(lat, 95), percentile(lat, 99)
+		ps := lat.percentiles(50, 95, 99)
+		s.P50LatencyMS, s.P95LatencyMS, s.P99LatencyMS = ps[0], ps[1], ps[2]
 	}
 	for _, b := range s.ByProvider {
 		b.finish()
@@ -468,19 +467,6 @@ func group(m map[string]*Breakdown, k string) *Breakdown {
 		m[k] = b
 	}
 	return b
-}
-
-// percentile is the nearest-rank percentile of sorted values: an observed
-// value, so figures are exact and reproducible.
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	if rank < 1 {
-		rank = 1
-	}
-	return sorted[rank-1]
 }
 
 // deleteBatch bounds each delete transaction so deleting or pruning a large
