@@ -129,8 +129,7 @@ func Open(opts Options) (*DB, error) {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	d.wg.Add(1)
-	go d.gcLoop()
+	d.every(5*time.Minute, d.collectValueLog)
 	if opts.ReleaseMappedEvery > 0 && !opts.InMemory {
 		dir, err := filepath.Abs(opts.Dir)
 		if err == nil {
@@ -142,45 +141,47 @@ func Open(opts Options) (*DB, error) {
 			return nil, fmt.Errorf("badger: resolve data dir %s: %w", opts.Dir, err)
 		}
 		d.mappedDir = dir
-		d.wg.Add(1)
-		go d.releaseLoop(dir, opts.ReleaseMappedEvery)
+		d.every(opts.ReleaseMappedEvery, func() bool { return d.releaseMappedPages(dir) })
 	}
 	return d, nil
 }
 
-// releaseLoop releases the mapped pages of dir's files every interval
-// until Close; it stops early, with one warning, where the kernel cannot.
-func (d *DB) releaseLoop(dir string, every time.Duration) {
-	defer d.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.stop:
-			return
-		case <-t.C:
-			if _, err := releaseMapped(dir); err != nil {
-				d.log.Warn("store files stay mapped until the kernel evicts them", "dir", dir, "err", err)
+// every runs fn every interval on its own goroutine until Close, or until
+// fn returns false.
+func (d *DB) every(interval time.Duration, fn func() bool) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-d.stop:
 				return
+			case <-t.C:
+				if !fn() {
+					return
+				}
 			}
 		}
-	}
+	}()
 }
 
-// gcLoop reclaims value-log space; Badger never does it on its own.
-func (d *DB) gcLoop() {
-	defer d.wg.Done()
-	t := time.NewTicker(5 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.stop:
-			return
-		case <-t.C:
-			for d.db.RunValueLogGC(0.5) == nil {
-			}
-		}
+// releaseMappedPages releases the mapped pages of dir's files; it stops
+// the periodic release, with one warning, where the kernel cannot.
+func (d *DB) releaseMappedPages(dir string) bool {
+	if _, err := releaseMapped(dir); err != nil {
+		d.log.Warn("store files stay mapped until the kernel evicts them", "dir", dir, "err", err)
+		return false
 	}
+	return true
+}
+
+// collectValueLog reclaims value-log space; Badger never does it on its own.
+func (d *DB) collectValueLog() bool {
+	for d.db.RunValueLogGC(0.5) == nil {
+	}
+	return true
 }
 
 func encodeKey(ns, key string) []byte {
