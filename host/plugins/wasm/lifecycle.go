@@ -89,9 +89,14 @@ func (p *Plugin) start(ctx context.Context, bin []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := p.describe(ctx, first); err != nil {
-		_ = first.mod.Close(ctx)
-		return err
+	// The manifest is read once: a restart runs the same verified bytes,
+	// and calls read manifest and impl without a lock.
+	if !p.described {
+		if err := p.describe(ctx, first); err != nil {
+			_ = first.mod.Close(ctx)
+			return err
+		}
+		p.described = true
 	}
 	if err := p.configure(ctx, first); err != nil {
 		_ = first.mod.Close(ctx)

@@ -62,6 +62,7 @@ type Plugin struct {
 	// unloading the runtime hold it exclusively.
 	state     sync.RWMutex
 	running   bool
+	described bool // manifest and impl are set (at load, never again)
 	memMB     int
 	source    *moduleFile // nil: loaded from bytes, never unloaded
 	idleAfter time.Duration
