@@ -278,3 +278,53 @@ func TestRerankAndCountTokens(t *testing.T) {
 		t.Fatalf("plugin metrics missing:\n%.3000s", body)
 	}
 }
+
+// TestIdleAdapterUnloadsAndRestartsThroughTheBinary: with a short
+// plugin_idle_unload, the anthropic adapter unloads after a translated
+// request and the next request restarts it and succeeds, streamed too.
+func TestIdleAdapterUnloadsAndRestartsThroughTheBinary(t *testing.T) {
+	cfg, _ := fakeProviderSet(t)
+	p := start(t, t.TempDir(), t.TempDir(), []string{"GATEWAY_PLUGIN_IDLE_UNLOAD=300ms"}, "--config", cfg)
+	chat := func(stream bool) {
+		t.Helper()
+		body := `{"model":"anthropic/claude-3-5-haiku","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
+		if stream {
+			body = `{"model":"anthropic/claude-3-5-haiku","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		}
+		resp, raw := post(t, p.base+"/v1/chat/completions", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("chat (stream %v): %d %s", stream, resp.StatusCode, raw)
+		}
+		if stream {
+			if sr := readStream(t, raw); !sr.done || sr.errEvent != "" {
+				t.Fatalf("stream after restart: %+v\n%s", sr, raw)
+			}
+		}
+	}
+	waitLog := func(what string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		count := func() int {
+			c := 0
+			for _, line := range strings.Split(p.stderr.String(), "\n") {
+				if strings.Contains(line, what) && strings.Contains(line, "plugin=adapter-anthropic") {
+					c++
+				}
+			}
+			return c
+		}
+		for count() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("log never showed %q for adapter-anthropic %d times:\n%s", what, n, p.stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	chat(false)
+	waitLog("runtime unloaded", 1)
+	chat(false)
+	waitLog("plugin runtime restarted for a call", 1)
+	waitLog("runtime unloaded", 2)
+	chat(true)
+	waitLog("plugin runtime restarted for a call", 2)
+}
