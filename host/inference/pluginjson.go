@@ -107,7 +107,9 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as encoding/json writes a string: HTML
 // characters, control characters, U+2028 and U+2029 escaped, invalid
-// UTF-8 as U+FFFD.
+// UTF-8 as U+FFFD. jsonx.AppendString, the guests' encoder, writes the
+// shorter form; the host keeps encoding/json's bytes so what it hands an
+// adapter is what json.Marshal wrote before (FuzzPluginJSON compares).
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0

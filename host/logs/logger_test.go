@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wasmgate/gateway/host/logs"
+	"github.com/wasmgate/gateway/host/reqid"
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
 )
@@ -212,14 +213,6 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestNewIDIsTimeSortableUUIDv7(t *testing.T) {
-	a := logs.NewID(t0)
-	b := logs.NewID(t0.Add(time.Millisecond))
-	if len(a) != 36 || a[14] != '7' || !(a < b) {
-		t.Fatalf("ids %s %s", a, b)
-	}
-}
-
 // TestGetByDerivedAndIndexedIDs: ids the gateway makes carry their
 // record's millisecond and need no id index; ids chosen elsewhere (a
 // client's, or a v7 id of another millisecond) are indexed. Get finds each
@@ -238,11 +231,11 @@ func TestGetByDerivedAndIndexedIDs(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < 200; i++ { // one millisecond, 200 records
-		id := logs.NewID(clk.now())
+		id := reqid.New(clk.now())
 		ids = append(ids, id)
 		lg.Record(&logs.Record{ID: id, Timestamp: clk.now().Add(time.Duration(i) * time.Nanosecond), Model: fmt.Sprint(i)})
 	}
-	foreign := []string{"client-chosen-1", logs.NewID(t0.Add(5 * time.Second))}
+	foreign := []string{"client-chosen-1", reqid.New(t0.Add(5 * time.Second))}
 	for i, id := range foreign {
 		ids = append(ids, id)
 		lg.Record(&logs.Record{ID: id, Timestamp: clk.now(), Model: fmt.Sprint(200 + i)})
@@ -256,7 +249,7 @@ func TestGetByDerivedAndIndexedIDs(t *testing.T) {
 			t.Fatalf("Get(%s) = %+v, %v; want model %d", id, r, err, i)
 		}
 	}
-	if _, err := lg.Get(ctx, logs.NewID(clk.now())); !errors.Is(err, logs.ErrNotFound) {
+	if _, err := lg.Get(ctx, reqid.New(clk.now())); !errors.Is(err, logs.ErrNotFound) {
 		t.Fatalf("Get(unknown id of a busy millisecond) = %v, want ErrNotFound", err)
 	}
 	indexed := 0

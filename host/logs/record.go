@@ -93,9 +93,6 @@ type ErrorInfo struct {
 	Message string `json:"message,omitempty"`
 }
 
-// NewID returns a request id whose time part is t (see reqid.New).
-func NewID(t time.Time) string { return reqid.New(t) }
-
 // derivedID reports whether a record's id carries the millisecond of its
 // key's timestamp, so the record can be found from the id alone (see
 // Logger.Get) and needs no entry in the id namespace. Every id the gateway
@@ -109,7 +106,7 @@ func derivedID(id string, tsNanos int64) bool {
 func (r *Record) normalize() {
 	r.Timestamp = r.Timestamp.UTC()
 	if r.ID == "" {
-		r.ID = NewID(r.Timestamp)
+		r.ID = reqid.New(r.Timestamp)
 	}
 	if r.Status == "" {
 		if r.Error != nil || r.StatusCode >= 400 {

@@ -19,6 +19,9 @@ func TestNewCarriesItsMillisecond(t *testing.T) {
 			t.Fatalf("%s is not an RFC 4122 UUIDv7", id)
 		}
 	}
+	if a, b := New(time.Unix(5, 0)), New(time.Unix(5, int64(time.Millisecond))); !(a < b) {
+		t.Fatalf("ids do not sort like their times: %s >= %s", a, b)
+	}
 	if New(time.Now()) == New(time.Now()) {
 		t.Fatal("two ids in the same millisecond are equal")
 	}
