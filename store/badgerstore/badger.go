@@ -87,11 +87,16 @@ func Open(opts Options) (*DB, error) {
 		WithMemTableSize(16 << 20).
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(2).
-		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20).
+		// Uncompressed, unencrypted tables are read in place from their
+		// mappings, indexes included, so Badger's block and index caches
+		// would only cost their fixed ~3 MiB each (counters, shards,
+		// metrics) of live heap.
+		WithBlockCacheSize(0).
+		WithIndexCacheSize(0).
 		WithCompression(options.None)
 	if opts.Compress {
-		bo = bo.WithCompression(options.Snappy)
+		// Compressed blocks are decompressed into the block cache.
+		bo = bo.WithCompression(options.Snappy).WithBlockCacheSize(16 << 20)
 	}
 	if opts.BaseTableSize > 0 {
 		bo = bo.WithBaseTableSize(opts.BaseTableSize)

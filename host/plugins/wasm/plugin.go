@@ -15,6 +15,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmgate/gateway/host/plugins"
@@ -93,6 +94,9 @@ type instance struct {
 }
 
 type instanceKey struct{}
+
+// linearMemory allocates every guest's linear memory (memory_linux.go).
+var linearMemory = experimental.MemoryAllocatorFunc(newLinearMemory)
 
 // guestGOGC is the GOGC a Go guest runs with (other languages ignore it).
 // A guest's heap lives in its linear memory, which never shrinks and is
@@ -184,7 +188,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		WithSysWalltime().WithSysNanotime().WithEnv("GOGC", guestGOGC).
 		WithRandSource(rand.Reader).
 		WithStdout(inst.stderr).WithStderr(inst.stderr)
-	mod, err := p.rt.InstantiateModule(ctx, p.compiled, cfg)
+	mod, err := p.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, linearMemory), p.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("wasm: instantiate: %w", err)
 	}
