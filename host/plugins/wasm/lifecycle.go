@@ -43,7 +43,7 @@ func newPlugin(ctx context.Context, e *Engine, spec plugins.Spec, bin []byte, tr
 	}
 	p.Hooks = plugins.BindHooks(p)
 	p.pool = make(chan *instance, p.size)
-	p.cache = e.cache
+	p.cache, p.engine = e.cache, e
 	if err := p.start(ctx, bin); err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (p *Plugin) start(ctx context.Context, bin []byte) (err error) {
 			p.rt, p.compiled = nil, nil
 		}
 	}()
-	compiled, err := rt.CompileModule(ctx, bin)
+	compiled, err := p.engine.compile(ctx, rt, bin)
 	if err != nil {
 		return fmt.Errorf("wasm: compile: %w", err)
 	}

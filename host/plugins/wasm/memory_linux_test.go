@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
+	"time"
 
 	"github.com/wasmgate/gateway/host/plugins"
+	"github.com/wasmgate/gateway/host/plugins/wasm"
 )
 
 // heapObjects is the Go heap's live object bytes after a full collection.
@@ -49,4 +52,56 @@ func TestGuestMemoryLivesOutsideTheGoHeap(t *testing.T) {
 		t.Fatalf("call after growth: %q %v", out.Body, err)
 	}
 	runtime.KeepAlive(big)
+}
+
+// TestCompileKeepsTheHeapTight: compiling a module holds all its machine
+// code in the Go heap until the end, so the engine compiles with GOGC 25
+// and returns the freed pages afterwards. At the default GOGC the heap
+// goal during a cold compile is twice the live heap and the freed pages
+// stay resident, and this fails.
+func TestCompileKeepsTheHeapTight(t *testing.T) {
+	e, err := wasm.NewEngine(wasm.Options{}) // no disk cache: a cold compile
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+
+	samples := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	var maxGoal, maxLive uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			metrics.Read(samples)
+			maxGoal = max(maxGoal, samples[0].Value.Uint64())
+			maxLive = max(maxLive, samples[1].Value.Uint64())
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	before := heapObjects()
+	p := load(t, e, plugins.Spec{Name: "cold", Runtime: plugins.RuntimeWasm, Source: modules["faulty"], Enabled: true})
+	close(stop)
+	<-done
+	if maxLive < before+8<<20 {
+		t.Fatalf("live heap peaked at %d bytes from %d: the compile should have held its code in the heap", maxLive, before)
+	}
+	if limit := maxLive + maxLive/2; maxGoal > limit {
+		t.Fatalf("heap goal reached %d bytes with at most %d live: the compile ran with a loose GOGC", maxGoal, maxLive)
+	}
+	if prev := debug.SetGCPercent(100); prev != 100 {
+		t.Fatalf("GOGC after the compile = %d, want the previous 100", prev)
+	}
+	free := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(free)
+	if f := free[0].Value.Uint64(); f > 4<<20 {
+		t.Fatalf("%d bytes of freed heap still resident after the compile", f)
+	}
+	if _, err := p.PreRequest(context.Background(), []byte("ok")); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -71,6 +71,7 @@ type Plugin struct {
 	idleStop  chan struct{}
 	idleDone  chan struct{}
 	cache     wazero.CompilationCache
+	engine    *Engine // compiles
 }
 
 // instance is one module instance; used by one call at a time because
