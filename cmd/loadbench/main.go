@@ -227,7 +227,7 @@ logs:
 			}{{"direct", direct}, {"nginx", floor}, {"gateway", g}} {
 				extra := ""
 				if r.n == "gateway" {
-					extra = fmt.Sprintf("%8s %8s %10s", fmtD(g.p50-direct.p50), fmtD(g.p99-direct.p99), fmtD(cpuPer))
+					extra = fmt.Sprintf("%8s %8s %10s  peak %s", fmtD(g.p50-direct.p50), fmtD(g.p99-direct.p99), fmtD(cpuPer), mib(gw.peakRSS()))
 				}
 				fmt.Printf("%-30s %5d %10s %10.0f %10s %12s %s\n", sc.name, conc, r.n, r.r.rps, fmtD(r.r.p50), fmtD(r.r.p99), extra)
 				if r.r.errors > 0 {
@@ -238,13 +238,17 @@ logs:
 			if floor.rps > 0 {
 				ratio = g.rps / floor.rps
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %.0f | %.2f | %s | %s | %s | %s | %d |",
+			// VmHWM only rises, so the row where it jumps is the phase
+			// that set the peak.
+			rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %d |",
 				sc.name, conc, direct.rps, floor.rps, g.rps, ratio, fmtD(g.p50-direct.p50), fmtD(g.p99-direct.p99),
-				fmtD(floor.p50-direct.p50), fmtD(cpuPer), g.errors))
+				fmtD(floor.p50-direct.p50), fmtD(cpuPer), mib(gw.peakRSS()), g.errors))
 		}
 	}
 
+	peakScenarios := gw.peakRSS()
 	var soakLine string
+	peakSoak := peakScenarios
 	if soak > 0 {
 		anon0, file0 := gw.status("RssAnon"), gw.status("RssFile")
 		rss0 := gw.rss()
@@ -272,6 +276,7 @@ logs:
 			first = samples[len(samples)/4]
 		}
 		anon1, file1 := gw.status("RssAnon"), gw.status("RssFile")
+		peakSoak = gw.peakRSS()
 		soakLine = fmt.Sprintf("Soak: %s at concurrency 64 on the passthrough path: %d requests (%.0f rps, %d errors); RSS %s after warm-up -> %s at the end (%+.1f%%); anonymous memory (heap, stacks) %s -> %s, file-backed (mapped store files) %s -> %s.",
 			time.Since(start).Round(time.Second), s.requests, s.rps, s.errors, mib(first), mib(last), 100*float64(last-first)/float64(max(first, 1)),
 			mib(anon0), mib(anon1), mib(file0), mib(file1))
@@ -291,14 +296,14 @@ logs:
 		return fmt.Errorf("count logs: %w", err)
 	}
 	peak := gw.peakRSS()
-	summary := fmt.Sprintf("Gateway peak RSS: %s (at the end: anonymous %s, file-backed %s). Requests sent to the gateway: %d; request-log records: %d (%s).",
-		mib(peak), mib(gw.status("RssAnon")), mib(gw.status("RssFile")), gwRequests, logged, map[bool]string{true: "none lost", false: "MISMATCH"}[logged == gwRequests])
+	summary := fmt.Sprintf("Gateway peak RSS: %s (%s after the scenarios, %s after the soak, %s after the final log count; at the end: anonymous %s, file-backed %s). Requests sent to the gateway: %d; request-log records: %d (%s).",
+		mib(peak), mib(peakScenarios), mib(peakSoak), mib(peak), mib(gw.status("RssAnon")), mib(gw.status("RssFile")), gwRequests, logged, map[bool]string{true: "none lost", false: "MISMATCH"}[logged == gwRequests])
 	fmt.Println(summary)
 
 	section := "## Load benchmark (`make bench`)\n\n" +
 		fmt.Sprintf("Run %s, %s per measurement, closed loop; direct = client to the mock upstream, nginx = Debian nginx reverse proxy with upstream keep-alive (the floor), gateway = wasmgate with request logging on as shipped. Added latency is against direct. CPU/req is the gateway process's user+system time divided by the requests it served.\n\n",
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), dur) +
-		"| scenario | conc | direct rps | nginx rps | gateway rps | gateway/nginx | gw +p50 | gw +p99 | nginx +p50 | gw CPU/req | gw errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n" +
+		"| scenario | conc | direct rps | nginx rps | gateway rps | gateway/nginx | gw +p50 | gw +p99 | nginx +p50 | gw CPU/req | gw peak RSS so far | gw errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n" +
 		strings.Join(rows, "\n") + "\n\n" + summary + "\n"
 	if soakLine != "" {
 		section += "\n" + soakLine + "\n"

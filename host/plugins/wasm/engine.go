@@ -58,11 +58,11 @@ type Options struct {
 }
 
 // Engine loads wasm plugins; it implements plugins.Loader. One Engine is
-// shared by all wasm plugins so they share the compilation cache.
+// shared by all wasm plugins: they share the on-disk compilation cache
+// and compile one at a time.
 type Engine struct {
-	opts  Options
-	log   *slog.Logger
-	cache wazero.CompilationCache
+	opts Options
+	log  *slog.Logger
 	// compiling serializes compiles; see compile.
 	compiling sync.Mutex
 }
@@ -98,7 +98,7 @@ func (e *Engine) compile(ctx context.Context, rt wazero.Runtime, bin []byte) (wa
 	return rt.CompileModule(ctx, bin)
 }
 
-// NewEngine prepares the compilation cache.
+// NewEngine prepares the compilation cache directory.
 func NewEngine(opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, log: opts.Logger}
 	if e.log == nil {
@@ -116,21 +116,37 @@ func NewEngine(opts Options) (*Engine, error) {
 		if err := os.Chmod(opts.CacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm: restrict compilation cache dir: %w", err)
 		}
-		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("wasm: open compilation cache: %w", err)
-		}
-		e.cache = c
-	} else {
-		e.cache = wazero.NewCompilationCache()
 	}
 	return e, nil
 }
 
-// Close releases the in-memory compilation cache; loaded plugins must be
-// closed first.
+// newCache is the compilation cache of one plugin run: on disk when the
+// engine has a cache dir, in memory otherwise.
+//
+// Each run gets its own, closed when the run stops, rather than one cache
+// shared by every plugin: wazero keeps compiled modules in the engine a
+// cache carries, and its sorted list of them leaves a stale pointer to a
+// deleted module in its backing array (wazero v1.12.0
+// deleteCompiledModuleFromSortedList), so with a shared cache an unloaded
+// plugin's machine code (12-17 MiB for a Go guest) stayed mapped until
+// another module happened to overwrite that slot. Closing a run's own
+// cache drops its engine whole. Sharing bought nothing the disk cache does
+// not: the same bytes compiled twice are read back from it in ~40 ms.
+func (e *Engine) newCache() (wazero.CompilationCache, error) {
+	if e.opts.CacheDir == "" {
+		return wazero.NewCompilationCache(), nil
+	}
+	c, err := wazero.NewCompilationCacheWithDir(e.opts.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: open compilation cache: %w", err)
+	}
+	return c, nil
+}
+
+// Close releases the engine; loaded plugins must be closed first (each
+// closes its own compilation cache).
 func (e *Engine) Close(ctx context.Context) error {
-	return e.cache.Close(ctx)
+	return nil
 }
 
 // ResolveSource maps a spec source to a file path.
