@@ -320,11 +320,50 @@ func TestIdleAdapterUnloadsAndRestartsThroughTheBinary(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	// instances reads the adapter's instance count from /metrics (and
+	// checks /api/plugins agrees).
+	instances := func() string {
+		t.Helper()
+		code, body := p.do("GET", "/metrics", nil)
+		if code != 200 {
+			t.Fatalf("GET /metrics: %d", code)
+		}
+		var n string
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "wasmgate_plugin_instances{") && strings.Contains(line, `plugin="adapter-anthropic"`) {
+				n = line[strings.LastIndexByte(line, ' ')+1:]
+			}
+		}
+		code, body = p.do("GET", "/api/plugins/adapter-anthropic", nil)
+		if code != 200 || !strings.Contains(string(body), `"instances":`+n+`,`) {
+			t.Fatalf("GET /api/plugins/adapter-anthropic: %d %s; /metrics says %q instances", code, body, n)
+		}
+		return n
+	}
+	logCount := func(what string) int {
+		c := 0
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(line, what) && strings.Contains(line, "plugin=adapter-anthropic") {
+				c++
+			}
+		}
+		return c
+	}
+	unloads := func() int { return logCount("runtime unloaded") }
+	// The adapter preloaded at start may have been unloaded already.
 	chat(false)
-	waitLog("runtime unloaded", 1)
+	waitLog("runtime unloaded", unloads()+1)
+	if n := instances(); n != "0" {
+		t.Fatalf("unloaded adapter reports %s instances", n)
+	}
+	restarts := logCount("plugin runtime restarted for a call")
+	before := unloads()
 	chat(false)
-	waitLog("plugin runtime restarted for a call", 1)
-	waitLog("runtime unloaded", 2)
+	waitLog("plugin runtime restarted for a call", restarts+1)
+	if n := instances(); n != "1" && !(n == "0" && unloads() > before) {
+		t.Fatalf("restarted adapter reports %s instances", n)
+	}
+	waitLog("runtime unloaded", before+1)
 	chat(true)
-	waitLog("plugin runtime restarted for a call", 2)
+	waitLog("plugin runtime restarted for a call", restarts+2)
 }

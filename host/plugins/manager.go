@@ -136,6 +136,10 @@ type Status struct {
 	FailOpen bool     `json:"fail_open"`
 	State    string   `json:"status"`
 	Error    string   `json:"error,omitempty"`
+	// Instances is how many instances a wasm plugin holds now: 0 while
+	// unloaded for idleness, up to its pool_size under load. Absent for
+	// runtimes without instances.
+	Instances *int `json:"instances,omitempty"`
 	StatsSnapshot
 	LoadedAt time.Time `json:"loaded_at,omitzero"`
 }
@@ -263,6 +267,10 @@ func (e *Entry) status() Status {
 	e.mu.Unlock()
 	if g := e.gen.Load(); g != nil {
 		s.Kind, s.Version, s.Hooks = string(g.manifest.Kind), g.manifest.Version, g.manifest.Hooks
+		if ic, ok := g.plugin.(interface{ Instances() int }); ok {
+			n := ic.Instances()
+			s.Instances = &n
+		}
 	}
 	s.StatsSnapshot = e.stats.Snapshot()
 	if s.State == StateLoaded && s.LastError != "" && time.Since(s.LastErrorAt) < time.Minute {

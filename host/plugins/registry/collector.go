@@ -10,11 +10,12 @@ import (
 // as Prometheus series. It reads the Manager's statistics when scraped, so
 // the hot path only updates the counters it already keeps.
 type Collector struct {
-	m       *plugins.Manager
-	calls   *prometheus.Desc
-	errors  *prometheus.Desc
-	latency *prometheus.Desc
-	up      *prometheus.Desc
+	m         *plugins.Manager
+	calls     *prometheus.Desc
+	errors    *prometheus.Desc
+	latency   *prometheus.Desc
+	up        *prometheus.Desc
+	instances *prometheus.Desc
 }
 
 // NewCollector returns a collector over m's plugins.
@@ -28,6 +29,8 @@ func NewCollector(m *plugins.Manager) *Collector {
 		latency: prometheus.NewDesc("wasmgate_plugin_call_duration_seconds",
 			"Hook call latency quantiles per plugin over its recent calls.", labels, nil),
 		up: prometheus.NewDesc("wasmgate_plugin_loaded", "1 when the plugin is loaded and serving.", labels, nil),
+		instances: prometheus.NewDesc("wasmgate_plugin_instances",
+			"Instances a wasm plugin holds now (0 while unloaded for idleness).", labels, nil),
 	}
 }
 
@@ -37,6 +40,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.errors
 	ch <- c.latency
 	ch <- c.up
+	ch <- c.instances
 }
 
 // Collect implements prometheus.Collector.
@@ -50,6 +54,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, lv...)
+		if st.Instances != nil {
+			ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(*st.Instances), lv...)
+		}
 		ch <- prometheus.MustNewConstSummary(c.latency, st.Calls, 0, map[float64]float64{
 			0.5: st.P50.Seconds(), 0.95: st.P95.Seconds(), 0.99: st.P99.Seconds(),
 		}, lv...)

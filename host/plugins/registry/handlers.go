@@ -55,6 +55,9 @@ type View struct {
 	// Status is loaded, disabled or error; Error says why.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
+	// Instances a loaded wasm plugin holds now: 0 while its runtime is
+	// unloaded for idleness (plugin_idle_unload), up to pool_size.
+	Instances *int `json:"instances,omitempty"`
 	plugins.StatsSnapshot
 	LoadedAt   time.Time `json:"loaded_at,omitzero"`
 	ConfigHash string    `json:"config_hash,omitempty"`
@@ -81,7 +84,7 @@ func (s *Service) view(r Record, internal bool) View {
 		if st.Hooks != nil {
 			v.Hooks = st.Hooks
 		}
-		v.StatsSnapshot, v.LoadedAt = st.StatsSnapshot, st.LoadedAt
+		v.StatsSnapshot, v.LoadedAt, v.Instances = st.StatsSnapshot, st.LoadedAt, st.Instances
 	}
 	return v
 }
