@@ -53,15 +53,21 @@ func (er *eventReader) next() (UpstreamEvent, error) {
 	if err != nil {
 		return UpstreamEvent{}, err
 	}
-	return UpstreamEvent{Event: ev.Event, Data: rawJSON(ev.Data)}, nil
+	// The reader hands over ev.Data, so a JSON payload is kept as is.
+	data := json.RawMessage(ev.Data)
+	if !jsonx.Valid(ev.Data) {
+		data, _ = json.Marshal(string(ev.Data))
+	}
+	return UpstreamEvent{Event: ev.Event, Data: data}, nil
 }
 
 // more reports whether another event can be read without blocking.
 func (er *eventReader) more() bool { return er.sse != nil && er.sse.Buffered() > 0 }
 
-// rawJSON keeps JSON payloads as they are and quotes anything else ([DONE]).
+// rawJSON copies JSON payloads as they are and quotes anything else
+// ([DONE]).
 func rawJSON(b []byte) json.RawMessage {
-	if json.Valid(b) {
+	if jsonx.Valid(b) {
 		return append(json.RawMessage(nil), b...)
 	}
 	q, _ := json.Marshal(string(b))

@@ -81,7 +81,7 @@ func (r *Reader) Next() (Event, error) {
 				return Event{}, ErrEventTooLarge
 			}
 		case "event":
-			r.event = string(value)
+			r.event = eventName(value)
 		case "id":
 			r.id = string(value)
 		}
@@ -170,4 +170,28 @@ func lineEnd(b []byte) int {
 		return -1
 	}
 	return i
+}
+
+// eventName is the event field as a string, without allocating for the
+// names providers send with every event.
+func eventName(b []byte) string {
+	switch string(b) { // no allocation: the compiler compares in place
+	case "content_block_delta":
+		return "content_block_delta"
+	case "content_block_start":
+		return "content_block_start"
+	case "content_block_stop":
+		return "content_block_stop"
+	case "message_start":
+		return "message_start"
+	case "message_delta":
+		return "message_delta"
+	case "message_stop":
+		return "message_stop"
+	case "ping":
+		return "ping"
+	case "error":
+		return "error"
+	}
+	return string(b)
 }
