@@ -89,8 +89,8 @@ const compileGCPercent = 25
 func (e *Engine) compile(ctx context.Context, rt wazero.Runtime, bin []byte) (wazero.CompiledModule, error) {
 	e.compiling.Lock()
 	defer e.compiling.Unlock()
-	if prev := debug.SetGCPercent(compileGCPercent); prev < 0 || prev < compileGCPercent {
-		debug.SetGCPercent(prev) // collection off or already tighter: leave it
+	if prev := debug.SetGCPercent(compileGCPercent); prev < compileGCPercent {
+		debug.SetGCPercent(prev) // collection off (-1) or already tighter: leave it
 	} else {
 		defer debug.SetGCPercent(prev)
 	}

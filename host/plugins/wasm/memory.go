@@ -8,8 +8,8 @@ type heapMemory struct{ buf []byte }
 
 func (m *heapMemory) Reallocate(size uint64) []byte {
 	if size > uint64(cap(m.buf)) {
-		// Grow by doubling like append would, but never past the
-		// requested size's needs twice over.
+		// At least double, as append would, so a guest growing a page at
+		// a time does not copy its memory on every grow.
 		grown := make([]byte, size, max(size, 2*uint64(cap(m.buf))))
 		copy(grown, m.buf)
 		m.buf = grown
