@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,8 +255,9 @@ logs:
 		rss0 := gw.rss()
 		start := time.Now()
 		var samples []int64
-		stop := make(chan struct{})
+		stop, sampled := make(chan struct{}), make(chan struct{})
 		go func() {
+			defer close(sampled)
 			t := time.NewTicker(10 * time.Second)
 			defer t.Stop()
 			for {
@@ -269,17 +271,24 @@ logs:
 		}()
 		s := load(gwURL+scenarios()[0].path, scenarios()[0].body, hdr, 64, soak)
 		close(stop)
+		<-sampled
 		gwRequests += s.requests + s.errors + s.warmups
 		rss1 := gw.rss()
+		// The heap is a sawtooth (a collection every few hundred ms at
+		// this rate), so single readings differ by several MiB: compare
+		// the median of the second quarter (after warm-up) with the
+		// median of the last quarter, which a leak would still raise.
 		first, last := rss0, rss1
-		if len(samples) > 2 {
-			first = samples[len(samples)/4]
+		lo, hi := min(rss0, rss1), max(rss0, rss1)
+		if n := len(samples); n >= 8 {
+			first, last = median(samples[n/4:n/2]), median(samples[3*n/4:])
+			lo, hi = slices.Min(samples[n/4:]), slices.Max(samples[n/4:])
 		}
 		anon1, file1 := gw.status("RssAnon"), gw.status("RssFile")
 		peakSoak = gw.peakRSS()
-		soakLine = fmt.Sprintf("Soak: %s at concurrency 64 on the passthrough path: %d requests (%.0f rps, %d errors); RSS %s after warm-up -> %s at the end (%+.1f%%); anonymous memory (heap, stacks) %s -> %s, file-backed (mapped store files) %s -> %s.",
+		soakLine = fmt.Sprintf("Soak: %s at concurrency 64 on the passthrough path: %d requests (%.0f rps, %d errors); RSS (median of 10 s samples) %s in the second quarter -> %s in the last quarter (%+.1f%%), range %s-%s after warm-up; anonymous memory (heap, stacks) %s -> %s, file-backed (mapped store files) %s -> %s from start to end.",
 			time.Since(start).Round(time.Second), s.requests, s.rps, s.errors, mib(first), mib(last), 100*float64(last-first)/float64(max(first, 1)),
-			mib(anon0), mib(anon1), mib(file0), mib(file1))
+			mib(lo), mib(hi), mib(anon0), mib(anon1), mib(file0), mib(file1))
 		fmt.Println(soakLine)
 	}
 
@@ -603,4 +612,10 @@ func replaceSection(file, heading, section string) error {
 		s = strings.TrimRight(s, "\n") + "\n\n" + section
 	}
 	return os.WriteFile(file, []byte(s), 0o644)
+}
+
+// median of xs (which it sorts).
+func median(xs []int64) int64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
