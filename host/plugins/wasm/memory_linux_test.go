@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -138,19 +137,7 @@ func execMapped(t *testing.T) uint64 {
 // unload and hot reload, until 2026-11-25). The restart then compiles
 // from the on-disk cache.
 func TestIdleUnloadReleasesTheMachineCode(t *testing.T) {
-	e, err := wasm.NewEngine(wasm.Options{CacheDir: t.TempDir(), IdleUnload: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close(context.Background()) })
-	path := filepath.Join(t.TempDir(), "faulty.wasm")
-	bin, err := os.ReadFile(modules["faulty"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, bin, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e, path := idleEngine(t, wasm.Options{CacheDir: t.TempDir()})
 	pl, err := e.Load(context.Background(), plugins.Spec{Name: "faulty", Runtime: plugins.RuntimeWasm, Source: path, Enabled: true})
 	if err != nil {
 		t.Fatal(err)

@@ -367,10 +367,13 @@ func TestPoolGrowsOnDemand(t *testing.T) {
 // again, configured as before; a module file changed meanwhile is refused
 // (KindUnavailable naming the file), and calls racing the unloading never
 // fail.
-func TestIdleUnloadRestartsFromTheVerifiedFile(t *testing.T) {
-	logs := &logBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e, err := wasm.NewEngine(wasm.Options{CacheDir: plugintest.CacheDir(), Logger: log, IdleUnload: 100 * time.Millisecond})
+// idleEngine is an engine that unloads plugins idle for 100 ms, and a
+// copy of the faulty module in a file of its own (only plugins loaded from
+// a file unload, and a test may change the file).
+func idleEngine(t *testing.T, opts wasm.Options) (*wasm.Engine, string) {
+	t.Helper()
+	opts.IdleUnload = 100 * time.Millisecond
+	e, err := wasm.NewEngine(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,6 +386,13 @@ func TestIdleUnloadRestartsFromTheVerifiedFile(t *testing.T) {
 	if err := os.WriteFile(path, bin, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return e, path
+}
+
+func TestIdleUnloadRestartsFromTheVerifiedFile(t *testing.T) {
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e, path := idleEngine(t, wasm.Options{CacheDir: plugintest.CacheDir(), Logger: log})
 	pl, err := e.Load(context.Background(), plugins.Spec{Name: "faulty", Runtime: plugins.RuntimeWasm, Source: path, Enabled: true,
 		Config: []byte(`{"tag":"v7"}`), Limits: plugins.Limits{PoolSize: 2}})
 	if err != nil {
@@ -440,6 +450,10 @@ func TestIdleUnloadRestartsFromTheVerifiedFile(t *testing.T) {
 	wg.Wait()
 
 	waitUnloaded()
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, append(bin, 0), 0o600); err != nil {
 		t.Fatal(err)
 	}
