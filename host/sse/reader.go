@@ -34,12 +34,15 @@ type Reader struct {
 	line    []byte // a line that spanned buffer refills
 }
 
-// NewReader reads events of at most maxEvent bytes (<=0: 8 MiB).
+// NewReader reads events of at most maxEvent bytes (<=0: 8 MiB). Its
+// buffer is 4 KiB: one is made per upstream stream, provider events are a
+// few hundred bytes, and a longer line is read across refills (a 16 KiB
+// buffer made the reader's setup cost more than framing a short stream).
 func NewReader(r io.Reader, maxEvent int) *Reader {
 	if maxEvent <= 0 {
 		maxEvent = 8 << 20
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 16<<10), max: maxEvent}
+	return &Reader{br: bufio.NewReaderSize(r, 4<<10), max: maxEvent}
 }
 
 // Buffered reports whether complete input is already buffered, so a caller

@@ -101,7 +101,7 @@ func (c *chunked) Read(p []byte) (int, error) {
 
 // TestReaderFramingIndependentOfChunking: lines are found in whatever is
 // buffered, so every split of the input (a CR ending one read and its LF
-// starting the next, lines longer than the 16 KiB buffer, a last line
+// starting the next, lines longer than the 4 KiB buffer, a last line
 // without terminator) must give the same events.
 func TestReaderFramingIndependentOfChunking(t *testing.T) {
 	long := strings.Repeat("x", 40<<10)
