@@ -53,12 +53,8 @@ func (er *eventReader) next() (UpstreamEvent, error) {
 	if err != nil {
 		return UpstreamEvent{}, err
 	}
-	// The reader hands over ev.Data, so a JSON payload is kept as is.
-	data := json.RawMessage(ev.Data)
-	if !jsonx.Valid(ev.Data) {
-		data, _ = json.Marshal(string(ev.Data))
-	}
-	return UpstreamEvent{Event: ev.Event, Data: data}, nil
+	// The reader hands over ev.Data: no copy needed.
+	return UpstreamEvent{Event: ev.Event, Data: ownJSON(ev.Data)}, nil
 }
 
 // more reports whether another event can be read without blocking.
@@ -66,9 +62,12 @@ func (er *eventReader) more() bool { return er.sse != nil && er.sse.Buffered() >
 
 // rawJSON copies JSON payloads as they are and quotes anything else
 // ([DONE]).
-func rawJSON(b []byte) json.RawMessage {
+func rawJSON(b []byte) json.RawMessage { return ownJSON(bytes.Clone(b)) }
+
+// ownJSON is rawJSON for bytes the caller hands over: kept, not copied.
+func ownJSON(b []byte) json.RawMessage {
 	if jsonx.Valid(b) {
-		return append(json.RawMessage(nil), b...)
+		return b
 	}
 	q, _ := json.Marshal(string(b))
 	return q

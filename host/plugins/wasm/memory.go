@@ -2,8 +2,8 @@ package wasm
 
 import "github.com/tetratelabs/wazero/experimental"
 
-// heapMemory is a linear memory in the Go heap, wazero's own behaviour:
-// the fallback where no mapping can be made.
+// heapMemory is a linear memory in the Go heap, as wazero keeps them by
+// default: the fallback where no mapping can be made.
 type heapMemory struct{ buf []byte }
 
 func (m *heapMemory) Reallocate(size uint64) []byte {

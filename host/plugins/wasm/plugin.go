@@ -58,8 +58,8 @@ type Plugin struct {
 	replacer sync.WaitGroup
 	spawning atomic.Int32 // spawn goroutines still building an instance
 
-	// Idle unloading (see lifecycle.go). rt, compiled and the instances
-	// exist only while running; calls hold state shared, starting and
+	// Idle unloading (see lifecycle.go). rt, compiled, cache and the
+	// instances exist only while running; calls hold state shared, starting and
 	// unloading the runtime hold it exclusively.
 	state     sync.RWMutex
 	running   bool
@@ -70,8 +70,8 @@ type Plugin struct {
 	lastCall  atomic.Int64 // Unix nanoseconds of the latest call
 	idleStop  chan struct{}
 	idleDone  chan struct{}
-	cache     wazero.CompilationCache
-	engine    *Engine // compiles
+	cache     wazero.CompilationCache // this run's own (see Engine.newCache)
+	engine    *Engine                 // compiles
 }
 
 // instance is one module instance; used by one call at a time because
@@ -95,9 +95,6 @@ type instance struct {
 }
 
 type instanceKey struct{}
-
-// linearMemory allocates every guest's linear memory (memory_linux.go).
-var linearMemory = experimental.MemoryAllocatorFunc(newLinearMemory)
 
 // guestGOGC is the GOGC a Go guest runs with (other languages ignore it).
 // A guest's heap lives in its linear memory, which never shrinks: at Go's
@@ -190,7 +187,9 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		WithSysWalltime().WithSysNanotime().WithEnv("GOGC", guestGOGC).
 		WithRandSource(rand.Reader).
 		WithStdout(inst.stderr).WithStderr(inst.stderr)
-	mod, err := p.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, linearMemory), p.compiled, cfg)
+	// Guest memories are mapped outside the Go heap (memory_linux.go).
+	actx := experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(newLinearMemory))
+	mod, err := p.rt.InstantiateModule(actx, p.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("wasm: instantiate: %w", err)
 	}
