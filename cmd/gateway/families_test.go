@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -276,6 +278,14 @@ func TestRerankAndCountTokens(t *testing.T) {
 	body, _ := io.ReadAll(mresp.Body)
 	if !strings.Contains(string(body), `wasmgate_plugin_calls_total{kind="provider",plugin="adapter-cohere",runtime="wasm"}`) {
 		t.Fatalf("plugin metrics missing:\n%.3000s", body)
+	}
+	// The call-time summary carries the time spent, not only quantiles.
+	sum := regexp.MustCompile(`(?m)^wasmgate_plugin_call_duration_seconds_sum\{kind="provider",plugin="adapter-cohere",runtime="wasm"\} (\S+)$`).FindSubmatch(body)
+	if sum == nil {
+		t.Fatalf("no call-time sum for adapter-cohere:\n%.3000s", body)
+	}
+	if v, err := strconv.ParseFloat(string(sum[1]), 64); err != nil || v <= 0 {
+		t.Fatalf("adapter-cohere call-time sum %s, want the time its calls took", sum[1])
 	}
 }
 

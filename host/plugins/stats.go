@@ -18,6 +18,7 @@ type Stats struct {
 	errors    uint64
 	lastError string
 	lastErrAt time.Time
+	total     time.Duration
 	ring      [statsWindow]time.Duration
 	n         int
 	next      int
@@ -27,6 +28,7 @@ type Stats struct {
 func (s *Stats) Record(d time.Duration, err error) {
 	s.mu.Lock()
 	s.calls++
+	s.total += d
 	if err != nil {
 		s.errors++
 		s.lastError = err.Error()
@@ -42,19 +44,22 @@ func (s *Stats) Record(d time.Duration, err error) {
 
 // StatsSnapshot is a point-in-time copy of Stats.
 type StatsSnapshot struct {
-	Calls       uint64        `json:"calls"`
-	Errors      uint64        `json:"errors"`
-	LastError   string        `json:"last_error,omitempty"`
-	LastErrorAt time.Time     `json:"last_error_at,omitzero"`
-	P50         time.Duration `json:"p50_ns"`
-	P95         time.Duration `json:"p95_ns"`
-	P99         time.Duration `json:"p99_ns"`
+	Calls       uint64    `json:"calls"`
+	Errors      uint64    `json:"errors"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// Total is the time spent in all calls, the sum a Prometheus summary
+	// carries (its rate over the rate of Calls is the mean call time).
+	Total time.Duration `json:"total_ns"`
+	P50   time.Duration `json:"p50_ns"`
+	P95   time.Duration `json:"p95_ns"`
+	P99   time.Duration `json:"p99_ns"`
 }
 
 // Snapshot copies the counters and computes percentiles off the hot path.
 func (s *Stats) Snapshot() StatsSnapshot {
 	s.mu.Lock()
-	snap := StatsSnapshot{Calls: s.calls, Errors: s.errors, LastError: s.lastError, LastErrorAt: s.lastErrAt}
+	snap := StatsSnapshot{Calls: s.calls, Errors: s.errors, LastError: s.lastError, LastErrorAt: s.lastErrAt, Total: s.total}
 	lat := make([]time.Duration, s.n)
 	copy(lat, s.ring[:s.n])
 	s.mu.Unlock()

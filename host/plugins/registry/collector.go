@@ -57,7 +57,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if st.Instances != nil {
 			ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(*st.Instances), lv...)
 		}
-		ch <- prometheus.MustNewConstSummary(c.latency, st.Calls, 0, map[float64]float64{
+		ch <- prometheus.MustNewConstSummary(c.latency, st.Calls, st.Total.Seconds(), map[float64]float64{
 			0.5: st.P50.Seconds(), 0.95: st.P95.Seconds(), 0.99: st.P99.Seconds(),
 		}, lv...)
 	}
