@@ -51,8 +51,10 @@ type call struct {
 type attemptResult struct {
 	// resp is net/http's answer; fresp the fast path's (see fastpath.go),
 	// read through status, header, readBody and released by close.
-	resp        *http.Response
-	fresp       *fasthttp.Response
+	resp  *http.Response
+	fresp *fasthttp.Response
+	// fbody is fresp's body when it is streamed.
+	fbody       *fastBody
 	cancel      context.CancelFunc
 	adapter     Adapter
 	passthrough bool
@@ -354,17 +356,29 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 			url = strings.TrimRight(baseURL, "/") + spec.Path
 		}
 		fresp, aerr := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
-			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, timeout, spec.Headers, cl.upstreamHeaders)
+			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, spec.Stream, timeout, spec.Headers, cl.upstreamHeaders)
 		if aerr != nil {
 			return nil, aerr
 		}
 		res := &attemptResult{fresp: fresp, cancel: func() {}, adapter: adapter, passthrough: passthrough,
-			target: tgt, resolved: resolved, keyID: key.ID, reqType: effType, conv: conv}
+			target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, reqType: effType, conv: conv}
+		if bs := fresp.BodyStream(); bs != nil {
+			res.fbody = &fastBody{r: bs, conn: connOf(fresp), chunked: fresp.Header.ContentLength() == -1}
+		}
 		if len(spec.Context) <= pluginsdk.MaxAdapterContext {
 			res.context = spec.Context
+			if spec.Stream {
+				res.state = []byte(spec.Context)
+			}
 		}
 		if fresp.StatusCode() >= 300 {
 			return nil, s.upstreamFailure(ctx, tgt, key, res)
+		}
+		if spec.Stream {
+			if aerr := s.openStream(ctx, res); aerr != nil {
+				res.close()
+				return nil, aerr
+			}
 		}
 		return res, nil
 	}

@@ -24,13 +24,18 @@ import (
 type eventReader struct {
 	sse *sse.Reader
 	aws *eventstream.Decoder
+	// src is the body when it can tell that more of it has arrived (the
+	// fast path's, see fastBody).
+	src interface{ Buffered() bool }
 }
 
 func newEventReader(framing string, r io.Reader) *eventReader {
 	if framing == "aws-eventstream" {
 		return &eventReader{aws: eventstream.NewDecoder(r)}
 	}
-	return &eventReader{sse: sse.NewReader(r, 0)}
+	er := &eventReader{sse: sse.NewReader(r, 0)}
+	er.src, _ = r.(interface{ Buffered() bool })
+	return er
 }
 
 // next returns the next event; io.EOF at the end.
@@ -58,7 +63,9 @@ func (er *eventReader) next() (UpstreamEvent, error) {
 }
 
 // more reports whether another event can be read without blocking.
-func (er *eventReader) more() bool { return er.sse != nil && er.sse.Buffered() > 0 }
+func (er *eventReader) more() bool {
+	return er.sse != nil && (er.sse.Buffered() > 0 || er.src != nil && er.src.Buffered())
+}
 
 // rawJSON copies JSON payloads as they are and quotes anything else
 // ([DONE]).
@@ -77,7 +84,7 @@ func ownJSON(b []byte) json.RawMessage {
 // the client: an upstream that answers 200 and then reports an error before
 // any content must still fail the attempt, so retries and fallbacks apply.
 func (s *Service) openStream(ctx context.Context, res *attemptResult) *attemptError {
-	res.reader = newEventReader(res.framing, res.resp.Body)
+	res.reader = newEventReader(res.framing, res.body())
 	for i := 0; i < 32; i++ {
 		if !res.passthrough {
 			// One adapter call for whatever arrived together (a whole

@@ -1,0 +1,245 @@
+package inference
+
+import (
+	"bytes"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Streams on the fast path. fasthttp's client reads a streamed body in the
+// caller's goroutine, with none of net/http's per-connection goroutines and
+// their hand-offs (a thread wake-up each, most of a short stream's cost
+// beyond the work itself). Two things it does not offer are added here:
+//
+//   - The response does not lead back to its connection, whose read
+//     deadline (the wait for the answer to start) must be lifted before a
+//     long stream hits it. Connections come from our Dial, and the local
+//     address fasthttp keeps in the response carries the connection.
+//   - A body Read returns at most one chunk. The upstream flushes an event
+//     per chunk, so the emitter, which adapts and writes whatever has
+//     arrived together in one guest call and one client write, would see
+//     one event at a time even when many wait in fasthttp's buffer. The
+//     connection follows the chunked framing of the bytes it hands to
+//     fasthttp (chunkWatch), so the body can tell whether its next Read is
+//     already buffered, as net/http's chunked reader does by itself.
+
+// dialUpstream connects to addr, through TLS when tc is set. The TLS layer
+// is ours, under the upstreamConn, so that the framing chunkWatch follows
+// is the plaintext answer.
+func dialUpstream(addr string, tc *tls.Config, timeout time.Duration) (net.Conn, error) {
+	c, err := fasthttp.DialTimeout(addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		t := tls.Client(c, tc)
+		_ = t.SetDeadline(time.Now().Add(timeout))
+		if err := t.Handshake(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("tls handshake with %s: %w", addr, err)
+		}
+		_ = t.SetDeadline(time.Time{})
+		c = t
+	}
+	return newUpstreamConn(c), nil
+}
+
+// upstreamConn is a fast-path connection.
+type upstreamConn struct {
+	net.Conn
+	local connAddr
+	watch chunkWatch
+}
+
+// connAddr is a local address that knows its connection.
+type connAddr struct {
+	net.Addr
+	c *upstreamConn
+}
+
+func newUpstreamConn(c net.Conn) *upstreamConn {
+	uc := &upstreamConn{Conn: c}
+	uc.local = connAddr{Addr: c.LocalAddr(), c: uc}
+	return uc
+}
+
+// Handshake is there for fasthttp, which takes a connection that has one
+// for a TLS connection already (and does not add its own TLS layer): the
+// handshake was done in dialUpstream.
+func (c *upstreamConn) Handshake() error { return nil }
+
+// LocalAddr implements net.Conn.
+func (c *upstreamConn) LocalAddr() net.Addr { return &c.local }
+
+// Write implements net.Conn. fasthttp's client does not pipeline: a request
+// is written only once the previous answer was read, so a write starts the
+// framing of a new answer.
+func (c *upstreamConn) Write(p []byte) (int, error) {
+	c.watch.reset()
+	return c.Conn.Write(p)
+}
+
+// Read implements net.Conn.
+func (c *upstreamConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.watch.feed(p[:n])
+	return n, err
+}
+
+// connOf is the connection resp was read on, or nil.
+func connOf(resp *fasthttp.Response) *upstreamConn {
+	if a, ok := resp.LocalAddr().(*connAddr); ok {
+		return a.c
+	}
+	return nil
+}
+
+// chunkWatch follows an HTTP/1.1 answer through its header block and
+// chunked body as its bytes arrive. It only counts: ready is how many body
+// bytes arrived in whole chunks (data and the CRLF after it), ended that
+// the last chunk and the trailer did. Anything it does not recognise (a
+// body that is not chunked, an interim 1xx answer) stops it, and then it
+// claims nothing.
+type chunkWatch struct {
+	st   uint8
+	line int   // bytes of the current header or trailer line, CR excluded
+	size int64 // of the chunk whose size line is being read
+	left int64 // data bytes of the current chunk still to arrive
+	// ready: body bytes in whole chunks so far.
+	ready int64
+}
+
+const (
+	cwHeader  = iota // in the header block
+	cwSize           // in a chunk-size line, at its hex digits
+	cwExt            // in a chunk-size line, past its digits
+	cwData           // in a chunk's data
+	cwDataCR         // after the data: its CR
+	cwDataLF         // and its LF
+	cwTrailer        // after the last chunk, until the empty line
+	cwEnded          // the whole answer arrived
+	cwLost           // not a chunked answer, or not one understood
+)
+
+func (w *chunkWatch) reset() { *w = chunkWatch{} }
+
+// feed follows b, the next bytes of the answer.
+func (w *chunkWatch) feed(b []byte) {
+	for len(b) > 0 {
+		switch w.st {
+		case cwHeader, cwTrailer:
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				w.line += len(b) - bytes.Count(b, []byte{'\r'})
+				return
+			}
+			w.line += i - bytes.Count(b[:i], []byte{'\r'})
+			b = b[i+1:]
+			if w.line == 0 {
+				if w.st == cwHeader {
+					w.st = cwSize
+				} else {
+					w.st = cwEnded
+				}
+			}
+			w.line = 0
+		case cwSize:
+			c := b[0]
+			switch {
+			case '0' <= c && c <= '9':
+				w.size = w.size<<4 | int64(c-'0')
+			case 'a' <= c && c <= 'f':
+				w.size = w.size<<4 | int64(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				w.size = w.size<<4 | int64(c-'A'+10)
+			case c == '\r' || c == ';' || c == ' ' || c == '\t':
+				w.st = cwExt
+			case c == '\n':
+				w.endSize()
+			default:
+				w.st = cwLost
+			}
+			if w.size > 1<<40 {
+				w.st = cwLost
+			}
+			b = b[1:]
+		case cwExt:
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				return
+			}
+			b = b[i+1:]
+			w.endSize()
+		case cwData:
+			n := min(int64(len(b)), w.left)
+			w.left -= n
+			b = b[n:]
+			if w.left == 0 {
+				w.st = cwDataCR
+			}
+		case cwDataCR, cwDataLF:
+			c := b[0]
+			b = b[1:]
+			switch {
+			case w.st == cwDataCR && c == '\r':
+				w.st = cwDataLF
+			case c == '\n':
+				w.ready += w.size
+				w.size = 0
+				w.st = cwSize
+			default:
+				w.st = cwLost
+			}
+		default:
+			return
+		}
+	}
+}
+
+// endSize is the end of a chunk-size line.
+func (w *chunkWatch) endSize() {
+	if w.size == 0 {
+		w.st = cwTrailer
+		return
+	}
+	w.left = w.size
+	w.st = cwData
+}
+
+// fastBody is a streamed fast-path body.
+type fastBody struct {
+	r    io.Reader
+	conn *upstreamConn
+	// chunked: the answer's framing is what chunkWatch follows.
+	chunked bool
+	n       int64 // body bytes read
+	eof     bool  // the body was read to its end: the connection is reusable
+}
+
+func (b *fastBody) Read(p []byte) (int, error) {
+	if b.eof {
+		// fasthttp v1.52 would look for another chunk and block.
+		return 0, io.EOF
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// Buffered reports whether the next Read returns without waiting for the
+// upstream: more data, or the end, is in fasthttp's buffer already.
+func (b *fastBody) Buffered() bool {
+	if b.eof || !b.chunked || b.conn == nil {
+		return false
+	}
+	w := &b.conn.watch
+	return w.ready > b.n || w.st == cwEnded
+}
