@@ -356,3 +356,35 @@ func TestExtraFieldsAreValidJSON(t *testing.T) {
 		t.Fatalf("extra_fields: %v", ef)
 	}
 }
+
+// TestHTTPClientSetting: network_config.http_client takes auto or
+// net_http (a bad value is a 400 naming it), and streamed and plain
+// requests are served either way (which client is used:
+// TestTransportEntryHonoursHTTPClient).
+func TestHTTPClientSetting(t *testing.T) {
+	g, primary, _, _ := gateway(t, true)
+	r := g.Do("PUT", "/api/providers/openai", map[string]any{"name": "openai",
+		"network_config": map[string]any{"base_url": primary.URL + "/v1", "http_client": "h3"}})
+	if r.Status != 400 || !strings.Contains(string(r.Body), "network_config.http_client") {
+		t.Fatalf("bad http_client: %d %s", r.Status, r.Body)
+	}
+	for _, client := range []string{"net_http", "auto"} {
+		g.Expect(200, "PUT", "/api/providers/openai", map[string]any{"name": "openai",
+			"network_config": map[string]any{"base_url": primary.URL + "/v1", "http_client": client}})
+		for _, stream := range []bool{false, true} {
+			r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", stream, ""))
+			if !strings.Contains(string(r.Body), "hello") {
+				t.Fatalf("http_client %s, stream=%v: %s", client, stream, r.Body)
+			}
+		}
+	}
+	var p struct {
+		NetworkConfig struct {
+			HTTPClient string `json:"http_client"`
+		} `json:"network_config"`
+	}
+	g.Expect(200, "GET", "/api/providers/openai", nil).Decode(t, &p)
+	if p.NetworkConfig.HTTPClient != "auto" {
+		t.Fatalf("http_client reads back as %q", p.NetworkConfig.HTTPClient)
+	}
+}

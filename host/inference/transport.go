@@ -85,7 +85,7 @@ func (t *transportCache) entry(p *providers.Provider, proxyPassword string) (*tr
 		old.tr.CloseIdleConnections()
 	}
 	e := &transportEntry{updated: p.UpdatedAt, proxyPW: proxyPassword, tr: tr}
-	if pc.Type == "" || pc.Type == providers.ProxyNone {
+	if (pc.Type == "" || pc.Type == providers.ProxyNone) && p.NetworkConfig.HTTPClient != providers.HTTPClientNetHTTP {
 		e.fast = newFastClient(p)
 	}
 	t.m[p.Name] = e

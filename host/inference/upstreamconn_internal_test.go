@@ -288,3 +288,25 @@ func TestFastStreamAbortedClosesTheConnection(t *testing.T) {
 		t.Fatal("the upstream never saw the stream abandoned")
 	}
 }
+
+func TestTransportEntryHonoursHTTPClient(t *testing.T) {
+	var tc transportCache
+	for _, c := range []struct {
+		name, client, proxy string
+		fast                bool
+	}{
+		{"openai", providers.HTTPClientAuto, providers.ProxyNone, true},
+		{"groq", providers.HTTPClientNetHTTP, providers.ProxyNone, false},
+		{"mistral", providers.HTTPClientAuto, providers.ProxyEnvironment, false},
+	} {
+		p := &providers.Provider{Name: c.name, UpdatedAt: time.Now()}
+		p.NetworkConfig.HTTPClient, p.ProxyConfig.Type = c.client, c.proxy
+		e, err := tc.entry(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (e.fast != nil) != c.fast {
+			t.Errorf("%s (http_client %s, proxy %s): fast client %v, want %v", c.name, c.client, c.proxy, e.fast != nil, c.fast)
+		}
+	}
+}

@@ -48,7 +48,18 @@ type NetworkConfig struct {
 	RetryBackoffInitialMS          int               `json:"retry_backoff_initial_ms"`
 	RetryBackoffMaxMS              int               `json:"retry_backoff_max_ms"`
 	ConnectTimeoutInSeconds        int               `json:"connect_timeout_in_seconds"`
+	// HTTPClient picks the upstream client: "auto" (the default) sends
+	// requests with header credentials through fasthttp's HTTP/1.1 client
+	// and the rest through net/http; "net_http" sends everything through
+	// net/http (HTTP/2, and upstreams that end a stream by closing).
+	HTTPClient string `json:"http_client,omitempty"`
 }
+
+// Upstream HTTP clients (NetworkConfig.HTTPClient).
+const (
+	HTTPClientAuto    = "auto"
+	HTTPClientNetHTTP = "net_http"
+)
 
 // ConcurrencyAndBufferSize bounds in-flight upstream requests and the queue
 // in front of them.
@@ -100,6 +111,9 @@ func (p *Provider) applyDefaults() {
 	if p.ProxyConfig.Type == "" {
 		p.ProxyConfig.Type = ProxyNone
 	}
+	if n.HTTPClient == "" {
+		n.HTTPClient = HTTPClientAuto
+	}
 }
 
 // validateProvider applies defaults and checks p; errors name the field.
@@ -136,6 +150,10 @@ func validateProvider(p *Provider) *apierr.Error {
 		if r.v < r.lo || r.v > r.h {
 			return apierr.BadRequest("invalid_value", r.field, fmt.Sprintf("%s must be between %d and %d (got %d)", r.field, r.lo, r.h, r.v))
 		}
+	}
+	if n.HTTPClient != HTTPClientAuto && n.HTTPClient != HTTPClientNetHTTP {
+		return apierr.BadRequest("invalid_value", "network_config.http_client",
+			fmt.Sprintf("network_config.http_client must be %q or %q (got %q)", HTTPClientAuto, HTTPClientNetHTTP, n.HTTPClient))
 	}
 	if n.RetryBackoffMaxMS < n.RetryBackoffInitialMS {
 		return apierr.BadRequest("invalid_value", "network_config.retry_backoff_max_ms", "retry_backoff_max_ms must be >= retry_backoff_initial_ms")
