@@ -51,6 +51,9 @@ type Options struct {
 	// manifest (the OpenAI family on a passthrough-only gateway) or rarely
 	// then costs no memory.
 	IdleUnload time.Duration
+	// UnusedUnload is the idle period of a plugin never called since it
+	// was loaded, when shorter than IdleUnload (zero: DefaultUnusedUnload).
+	UnusedUnload time.Duration
 	// StderrLimit caps how many bytes of guest stdout/stderr each instance
 	// may forward to the logger; the rest is dropped (a chatty or hostile
 	// guest must not flood the logs).

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -50,7 +51,8 @@ func newPlugin(ctx context.Context, e *Engine, spec plugins.Spec, bin []byte, tr
 	}
 	if src != nil && e.opts.IdleUnload > 0 {
 		p.source, p.idleAfter = src, e.opts.IdleUnload
-		p.lastCall.Store(time.Now().UnixNano())
+		p.unusedAfter = min(p.idleAfter, cmp.Or(e.opts.UnusedUnload, DefaultUnusedUnload))
+		p.loadedAt = time.Now().UnixNano()
 		p.idleStop, p.idleDone = make(chan struct{}), make(chan struct{})
 		go p.idleLoop()
 	}
@@ -179,10 +181,21 @@ func (p *Plugin) restart() error {
 	return nil
 }
 
-// idleLoop unloads the runtime once no call has started for idleAfter.
+// DefaultUnusedUnload is how long a plugin never called since it was
+// loaded stays loaded, when shorter than the idle period. Loading reads
+// every plugin's manifest, so a gateway starts with the machine code of
+// all its adapters (12-17 MiB each for a Go guest), including those it
+// needs only for their manifest (the OpenAI family on passthrough traffic)
+// or not yet: they leave within seconds instead of a whole idle period.
+// The first call restarts one in tens of milliseconds, as after any idle
+// unload.
+const DefaultUnusedUnload = 10 * time.Second
+
+// idleLoop unloads the runtime once no call has started for idleAfter
+// (unusedAfter if none ever did).
 func (p *Plugin) idleLoop() {
 	defer close(p.idleDone)
-	t := time.NewTicker(max(p.idleAfter/4, 10*time.Millisecond))
+	t := time.NewTicker(max(p.unusedAfter/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -197,15 +210,14 @@ func (p *Plugin) idleLoop() {
 // unloadIfIdle unloads the runtime when no call started for idleAfter and
 // none is running (a call holds state shared, so TryLock fails).
 func (p *Plugin) unloadIfIdle() {
-	if time.Since(time.Unix(0, p.lastCall.Load())) < p.idleAfter {
+	if !p.idle() {
 		return
 	}
 	if !p.state.TryLock() {
 		return
 	}
 	defer p.state.Unlock()
-	if !p.running || p.closed.Load() || p.spawning.Load() > 0 ||
-		time.Since(time.Unix(0, p.lastCall.Load())) < p.idleAfter {
+	if !p.running || p.closed.Load() || p.spawning.Load() > 0 || !p.idle() {
 		return
 	}
 	if err := p.stop(context.Background()); err != nil {
@@ -213,4 +225,14 @@ func (p *Plugin) unloadIfIdle() {
 		return
 	}
 	p.log.Info("plugin idle: runtime unloaded until its next call", "idle_for", p.idleAfter)
+}
+
+// idle reports whether the plugin went without a call long enough to be
+// unloaded.
+func (p *Plugin) idle() bool {
+	last, limit := p.lastCall.Load(), p.idleAfter
+	if last == 0 {
+		last, limit = p.loadedAt, p.unusedAfter
+	}
+	return time.Since(time.Unix(0, last)) >= limit
 }

@@ -67,11 +67,14 @@ type Plugin struct {
 	memMB     int
 	source    *moduleFile // nil: loaded from bytes, never unloaded
 	idleAfter time.Duration
-	lastCall  atomic.Int64 // Unix nanoseconds of the latest call
-	idleStop  chan struct{}
-	idleDone  chan struct{}
-	cache     wazero.CompilationCache // this run's own (see Engine.newCache)
-	engine    *Engine                 // compiles
+	// unusedAfter is idleAfter for a plugin never called since its load.
+	unusedAfter time.Duration
+	lastCall    atomic.Int64 // Unix nanoseconds of the latest call; 0: none yet
+	loadedAt    int64        // Unix nanoseconds
+	idleStop    chan struct{}
+	idleDone    chan struct{}
+	cache       wazero.CompilationCache // this run's own (see Engine.newCache)
+	engine      *Engine                 // compiles
 }
 
 // instance is one module instance; used by one call at a time because

@@ -372,7 +372,9 @@ func TestPoolGrowsOnDemand(t *testing.T) {
 // a file unload, and a test may change the file).
 func idleEngine(t *testing.T, opts wasm.Options) (*wasm.Engine, string) {
 	t.Helper()
-	opts.IdleUnload = 100 * time.Millisecond
+	if opts.IdleUnload == 0 {
+		opts.IdleUnload = 100 * time.Millisecond
+	}
 	e, err := wasm.NewEngine(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -467,5 +469,39 @@ func TestIdleUnloadRestartsFromTheVerifiedFile(t *testing.T) {
 	}
 	if err := call(); err != nil {
 		t.Fatalf("call with the file restored: %v", err)
+	}
+}
+
+// TestUnusedPluginUnloadsBeforeTheIdlePeriod: a plugin never called since
+// it was loaded (an adapter needed only for its manifest) unloads after
+// UnusedUnload; once called, it keeps the whole idle period.
+func TestUnusedPluginUnloadsBeforeTheIdlePeriod(t *testing.T) {
+	e, path := idleEngine(t, wasm.Options{CacheDir: plugintest.CacheDir(), IdleUnload: time.Hour, UnusedUnload: 100 * time.Millisecond})
+	load := func(name string) *wasm.Plugin {
+		pl, err := e.Load(context.Background(), plugins.Spec{Name: name, Runtime: plugins.RuntimeWasm, Source: path, Enabled: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := pl.(*wasm.Plugin)
+		t.Cleanup(func() { _ = p.Close() })
+		return p
+	}
+	unused, used := load("unused"), load("used")
+	if _, err := used.PreRequest(context.Background(), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for unused.Instances() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a plugin never called is still loaded (%d instances)", unused.Instances())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if used.Instances() == 0 {
+		t.Fatal("a plugin that was called unloaded before its idle period")
+	}
+	if _, err := unused.PreRequest(context.Background(), []byte("x")); err != nil || unused.Instances() != 1 {
+		t.Fatalf("first call of the unloaded plugin: %v, %d instances", err, unused.Instances())
 	}
 }
