@@ -44,7 +44,9 @@ func dialUpstream(addr string, tc *tls.Config, timeout time.Duration) (net.Conn,
 			return nil, fmt.Errorf("tls handshake with %s: %w", addr, err)
 		}
 		_ = t.SetDeadline(time.Time{})
-		c = t
+		uc := newUpstreamConn(t)
+		uc.tls = true
+		return uc, nil
 	}
 	return newUpstreamConn(c), nil
 }
@@ -54,6 +56,10 @@ type upstreamConn struct {
 	net.Conn
 	local connAddr
 	watch chunkWatch
+	// tls: Conn is a TLS client, whose Read returns one record at most.
+	tls bool
+	// readDeadline is the one last set, restored after a TLS read-ahead.
+	readDeadline time.Time
 }
 
 // connAddr is a local address that knows its connection.
@@ -84,11 +90,53 @@ func (c *upstreamConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// Read implements net.Conn.
+// Read implements net.Conn. Through TLS it also takes the records already
+// received whole: a TLS Read returns one record, an event when the
+// upstream flushes each, so fasthttp's buffer, and what chunkWatch can
+// vouch for, would never hold more than one event.
 func (c *upstreamConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if c.tls && err == nil && n < len(p) {
+		n += c.readReceived(p[n:])
+	}
 	c.watch.feed(p[:n])
 	return n, err
+}
+
+// pastDeadline makes a read return at once when it would wait.
+var pastDeadline = time.Unix(1, 0)
+
+// readReceived reads what the TLS layer can decrypt without waiting for the
+// network: with the read deadline in the past, a record not yet received
+// whole ends the loop with a timeout, which crypto/tls treats as temporary
+// (the partial record is kept for the next Read). Any other error is
+// sticky in crypto/tls and surfaces on the next Read.
+func (c *upstreamConn) readReceived(p []byte) int {
+	if c.Conn.SetReadDeadline(pastDeadline) != nil {
+		return 0
+	}
+	n := 0
+	for n < len(p) {
+		m, err := c.Conn.Read(p[n:])
+		n += m
+		if err != nil {
+			break
+		}
+	}
+	_ = c.Conn.SetReadDeadline(c.readDeadline)
+	return n
+}
+
+// SetReadDeadline implements net.Conn.
+func (c *upstreamConn) SetReadDeadline(t time.Time) error {
+	c.readDeadline = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline implements net.Conn.
+func (c *upstreamConn) SetDeadline(t time.Time) error {
+	c.readDeadline = t
+	return c.Conn.SetDeadline(t)
 }
 
 // connOf is the connection resp was read on, or nil.

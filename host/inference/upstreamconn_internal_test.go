@@ -199,11 +199,10 @@ func TestFastStreamReusesItsConnection(t *testing.T) {
 }
 
 // TestFastStreamBatchesWhatIsBuffered: events that arrived together are
-// read as one batch although fasthttp returns a chunk per Read. Plaintext
-// only: through TLS each Read yields at most one record, an event here,
-// for net/http's client as for ours.
+// read as one batch although fasthttp returns a chunk per Read and, through
+// TLS, the TLS layer a record per Read.
 func TestFastStreamBatchesWhatIsBuffered(t *testing.T) {
-	for _, tlsOn := range []bool{false} {
+	for _, tlsOn := range []bool{false, true} {
 		burst := make(chan struct{})
 		u := newSSEUpstreamBurst(t, tlsOn, 8, 0, burst)
 		res := openFast(t, u, "/stream", time.Now().Add(5*time.Second))
@@ -256,22 +255,24 @@ func TestFastBodyClaimsOnlyChunkedFraming(t *testing.T) {
 }
 
 func TestFastStreamOutlivesTheAnswerDeadline(t *testing.T) {
-	u := newSSEUpstream(t, false, 4, 150*time.Millisecond)
-	res := openFast(t, u, "/stream", time.Now().Add(200*time.Millisecond))
-	defer res.close()
-	n := 0
-	for {
-		_, err := res.reader.next()
-		if err == io.EOF {
-			break
+	for _, tlsOn := range []bool{false, true} {
+		u := newSSEUpstream(t, tlsOn, 4, 150*time.Millisecond)
+		res := openFast(t, u, "/stream", time.Now().Add(200*time.Millisecond))
+		n := 0
+		for {
+			_, err := res.reader.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("tls=%v, after %d events: %v (the answer deadline cut the stream)", tlsOn, n, err)
+			}
+			n++
 		}
-		if err != nil {
-			t.Fatalf("after %d events: %v (the answer deadline cut the stream)", n, err)
+		res.close()
+		if n != 4 {
+			t.Fatalf("tls=%v: %d events of 4", tlsOn, n)
 		}
-		n++
-	}
-	if n != 4 {
-		t.Fatalf("%d events of 4", n)
 	}
 }
 
