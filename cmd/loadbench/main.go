@@ -18,7 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
+
 	"strconv"
 	"strings"
 	"sync"
@@ -102,11 +102,39 @@ type result struct {
 	firstErr string
 	rps      float64
 	p50, p99 time.Duration
+	// lats and elapsed are what rps and the percentiles come from, kept so
+	// that the rounds of one measurement can be merged.
+	lats    []time.Duration
+	elapsed time.Duration
+}
+
+// merge adds b's round to r and recomputes its rate and percentiles.
+func (r *result) merge(b result) {
+	r.warmups += b.warmups
+	r.requests += b.requests
+	r.errors += b.errors
+	if r.firstErr == "" {
+		r.firstErr = b.firstErr
+	}
+	r.lats = append(r.lats, b.lats...)
+	r.elapsed += b.elapsed
+	r.summarise()
+}
+
+func (r *result) summarise() {
+	slices.Sort(r.lats)
+	if r.elapsed > 0 {
+		r.rps = float64(r.requests) / r.elapsed.Seconds()
+	}
+	if n := len(r.lats); n > 0 {
+		r.p50, r.p99 = r.lats[n/2], r.lats[n*99/100]
+	}
 }
 
 func main() {
 	bin := flag.String("bin", "bin", "directory with gateway, mockupstream and plugins/")
 	dur := flag.Duration("duration", 8*time.Second, "load duration per measurement")
+	rounds := flag.Int("rounds", 4, "rounds each measurement is split into, direct, nginx and gateway taking turns (the machine's speed drifts within seconds)")
 	soak := flag.Duration("soak", 5*time.Minute, "soak duration at concurrency 64 on the passthrough path (0 skips)")
 	out := flag.String("out", "BENCHMARKS.md", "file whose load-benchmark section is replaced with the results")
 	concs := flag.String("concurrency", "1,64", "comma-separated concurrency levels")
@@ -125,13 +153,13 @@ func main() {
 	if *gwEnv != "" {
 		gatewayEnv = strings.Split(*gwEnv, ",")
 	}
-	if err := run(*bin, *dur, *soak, *out, *concs); err != nil {
+	if err := run(*bin, *dur, max(*rounds, 1), *soak, *out, *concs); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, dur, soak time.Duration, out, concList string) error {
+func run(bin string, dur time.Duration, rounds int, soak time.Duration, out, concList string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -210,17 +238,25 @@ logs:
 			continue
 		}
 		for _, conc := range levels {
-			direct := load(mockURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
-			floor := load(nginxURL+sc.floorPath, sc.floorBody, hdr, conc, dur)
-			cpu0 := gw.cpu()
-			prof := startProfile(pprofPort, dur, fmt.Sprintf("%s-c%d", sc.name, conc))
-			g := load(gwURL+sc.path, sc.body, hdr, conc, dur)
-			cpu1 := gw.cpu()
+			// The three targets take turns in short rounds, so a change in
+			// the machine's speed (it is shared) weighs on all three alike
+			// instead of on whichever ran during it.
+			var direct, floor, g result
+			var gwCPU time.Duration
+			prof := startProfile(pprofPort, 3*dur, fmt.Sprintf("%s-c%d", sc.name, conc))
+			slice := dur / time.Duration(rounds)
+			for range rounds {
+				direct.merge(load(mockURL+sc.floorPath, sc.floorBody, hdr, conc, slice))
+				floor.merge(load(nginxURL+sc.floorPath, sc.floorBody, hdr, conc, slice))
+				cpu0 := gw.cpu()
+				g.merge(load(gwURL+sc.path, sc.body, hdr, conc, slice))
+				gwCPU += gw.cpu() - cpu0
+			}
 			prof()
 			gwRequests += g.requests + g.errors + g.warmups
 			cpuPer := time.Duration(0)
 			if g.requests > 0 {
-				cpuPer = (cpu1 - cpu0) / time.Duration(g.requests)
+				cpuPer = gwCPU / time.Duration(g.requests)
 			}
 			for _, r := range []struct {
 				n string
@@ -310,8 +346,8 @@ logs:
 	fmt.Println(summary)
 
 	section := "## Load benchmark (`make bench`)\n\n" +
-		fmt.Sprintf("Run %s, %s per measurement, closed loop; direct = client to the mock upstream, nginx = Debian nginx reverse proxy with upstream keep-alive (the floor), gateway = wasmgate with request logging on as shipped. Added latency is against direct. CPU/req is the gateway process's user+system time divided by the requests it served.\n\n",
-			time.Now().UTC().Format("2006-01-02 15:04 UTC"), dur) +
+		fmt.Sprintf("Run %s, %s per measurement in %d rounds (direct, nginx and gateway take turns, so a drift in the shared machine's speed weighs on all three), closed loop; direct = client to the mock upstream, nginx = Debian nginx reverse proxy with upstream keep-alive (the floor), gateway = wasmgate with request logging on as shipped. Added latency is against direct. CPU/req is the gateway process's user+system time divided by the requests it served.\n\n",
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), dur, rounds) +
 		"| scenario | conc | direct rps | nginx rps | gateway rps | gateway/nginx | gw +p50 | gw +p99 | nginx +p50 | gw CPU/req | gw peak RSS so far | gw errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n" +
 		strings.Join(rows, "\n") + "\n\n" + summary + "\n"
 	if soakLine != "" {
@@ -372,14 +408,11 @@ func load(url, body string, hdr map[string]string, conc int, dur time.Duration) 
 	for _, l := range lats {
 		all = append(all, l...)
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	r := result{requests: n.Load(), errors: errs.Load(), warmups: warm, rps: float64(n.Load()) / elapsed.Seconds()}
+	r := result{requests: n.Load(), errors: errs.Load(), warmups: warm, lats: all, elapsed: elapsed}
 	if e, ok := firstErr.Load().(string); ok {
 		r.firstErr = e
 	}
-	if len(all) > 0 {
-		r.p50, r.p99 = all[len(all)/2], all[len(all)*99/100]
-	}
+	r.summarise()
 	return r
 }
 
