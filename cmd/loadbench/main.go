@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 
 	"strconv"
@@ -210,11 +211,10 @@ func run(bin string, dur time.Duration, rounds int, soak time.Duration, out, con
 logs:
   max_scan_records: 100000000
 `, mockURL)
-	pprofPort := 0
-	if profileDir != "" {
-		pprofPort = freePort()
-		cfg += fmt.Sprintf("pprof_addr: 127.0.0.1:%d\n", pprofPort)
-	}
+	// pprof serves the CPU profiles (-pprof) and the soak's live-heap and
+	// goroutine counts.
+	pprofPort := freePort()
+	cfg += fmt.Sprintf("pprof_addr: 127.0.0.1:%d\n", pprofPort)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -291,17 +291,26 @@ logs:
 		rss0 := gw.rss()
 		start := time.Now()
 		var samples []int64
+		// A leak shows as growth of the heap that survives a collection
+		// and of the goroutine count, both read under load after the
+		// warm-up quarter and just before the end.
+		var live [2]runtimeCounts
 		stop, sampled := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(sampled)
 			t := time.NewTicker(10 * time.Second)
 			defer t.Stop()
+			early, late := time.After(soak/4), time.After(soak-5*time.Second)
 			for {
 				select {
 				case <-stop:
 					return
 				case <-t.C:
 					samples = append(samples, gw.rss())
+				case <-early:
+					live[0] = gatewayCounts(pprofPort)
+				case <-late:
+					live[1] = gatewayCounts(pprofPort)
 				}
 			}
 		}()
@@ -322,8 +331,9 @@ logs:
 		}
 		anon1, file1 := gw.status("RssAnon"), gw.status("RssFile")
 		peakSoak = gw.peakRSS()
-		soakLine = fmt.Sprintf("Soak: %s at concurrency 64 on the passthrough path: %d requests (%.0f rps, %d errors); RSS (median of 10 s samples) %s in the second quarter -> %s in the last quarter (%+.1f%%), range %s-%s after warm-up; anonymous memory (heap, stacks) %s -> %s, file-backed (mapped store files) %s -> %s from start to end.",
-			time.Since(start).Round(time.Second), s.requests, s.rps, s.errors, mib(first), mib(last), 100*float64(last-first)/float64(max(first, 1)),
+		soakLine = fmt.Sprintf("Soak: %s at concurrency 64 on the passthrough path: %d requests (%.0f rps, %d errors); live heap after a forced collection %s after the first quarter -> %s 5 s before the end, goroutines %d -> %d; RSS (median of 10 s samples) %s in the second quarter -> %s in the last quarter (%+.1f%%), range %s-%s after warm-up; anonymous memory (heap, stacks) %s -> %s, file-backed (mapped store files) %s -> %s from start to end.",
+			time.Since(start).Round(time.Second), s.requests, s.rps, s.errors, mib(live[0].heap), mib(live[1].heap), live[0].goroutines, live[1].goroutines,
+			mib(first), mib(last), 100*float64(last-first)/float64(max(first, 1)),
 			mib(lo), mib(hi), mib(anon0), mib(anon1), mib(file0), mib(file1))
 		fmt.Println(soakLine)
 	}
@@ -354,6 +364,34 @@ logs:
 		section += "\n" + soakLine + "\n"
 	}
 	return replaceSection(out, "## Load benchmark (`make bench`)", section)
+}
+
+// runtimeCounts is what a leak check reads from the gateway's runtime.
+type runtimeCounts struct {
+	heap       int64 // bytes live after a forced collection
+	goroutines int
+}
+
+// gatewayCounts reads them through pprof: the heap profile with gc=1 runs
+// a collection first, and its debug text carries the runtime's MemStats.
+func gatewayCounts(port int) runtimeCounts {
+	var c runtimeCounts
+	get := func(path string) string {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if m := regexp.MustCompile(`# HeapAlloc = (\d+)`).FindStringSubmatch(get("/debug/pprof/heap?gc=1&debug=1")); m != nil {
+		c.heap, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m := regexp.MustCompile(`goroutine profile: total (\d+)`).FindStringSubmatch(get("/debug/pprof/goroutine?debug=1")); m != nil {
+		c.goroutines, _ = strconv.Atoi(m[1])
+	}
+	return c
 }
 
 func fmtD(d time.Duration) string {
