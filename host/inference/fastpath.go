@@ -39,8 +39,10 @@ func newFastClientTLS(p *providers.Provider, roots *x509.CertPool) *fasthttp.Cli
 		connect = 10 * time.Second
 	}
 	return &fasthttp.Client{
+		// The provider's concurrency bounds its requests in flight (see
+		// limiter.go); beyond this fasthttp would fail a request at once.
+		MaxConnsPerHost:               max(4096, p.ConcurrencyAndBufferSize.Concurrency),
 		Name:                          "wasmgate/1",
-		MaxConnsPerHost:               4096,
 		MaxIdleConnDuration:           90 * time.Second,
 		NoDefaultUserAgentHeader:      false,
 		DisableHeaderNamesNormalizing: true,
@@ -240,6 +242,10 @@ func (res *attemptResult) close() {
 		res.resp.Body.Close()
 	}
 	res.cancel()
+	if res.release != nil {
+		res.release()
+		res.release = nil
+	}
 }
 
 // retryHeaders are the upstream's retry hints as an http.Header, which

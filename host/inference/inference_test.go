@@ -388,3 +388,72 @@ func TestHTTPClientSetting(t *testing.T) {
 		t.Fatalf("http_client reads back as %q", p.NetworkConfig.HTTPClient)
 	}
 }
+
+// TestProviderConcurrencyAndQueue: concurrency_and_buffer_size bounds a
+// provider's exchanges in flight (a stream until it ends) and the queue
+// behind them; every way an exchange ends gives its slot back.
+func TestProviderConcurrencyAndQueue(t *testing.T) {
+	g, primary, _, _ := gateway(t, true)
+	g.Expect(200, "PUT", "/api/providers/openai", map[string]any{"name": "openai",
+		"network_config":              map[string]any{"base_url": primary.URL + "/v1", "default_request_timeout_in_seconds": 2},
+		"concurrency_and_buffer_size": map[string]any{"concurrency": 1, "buffer_size": 1}})
+	primary.SetChunkDelay(150 * time.Millisecond)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Server.Serve(ln) }()
+	post := func(stream bool) (int, string) {
+		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/chat/completions", "application/json",
+			strings.NewReader(chat("openai/gpt-4o-mini", stream, "")))
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	type answer struct {
+		status int
+		body   string
+	}
+	first, second := make(chan answer, 1), make(chan answer, 1)
+	go func() { s, b := post(true); first <- answer{s, b} }() // holds the slot while it streams
+	for primary.Count() < 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	go func() { s, b := post(false); second <- answer{s, b} }() // waits in the queue
+	time.Sleep(50 * time.Millisecond)
+	if s, b := post(false); s != 503 || !strings.Contains(b, "provider_queue_full") {
+		t.Fatalf("third request with one in flight and one queued: %d %s", s, b)
+	}
+	if a := <-first; a.status != 200 || !strings.Contains(a.body, "[DONE]") {
+		t.Fatalf("stream holding the slot: %d %.200s", a.status, a.body)
+	}
+	if a := <-second; a.status != 200 {
+		t.Fatalf("queued request: %d %s", a.status, a.body)
+	}
+
+	// An upstream error, a stream the client leaves, then plain requests:
+	// with one slot, any slot not given back would fail them (provider_busy
+	// after the 2 s answer timeout).
+	primary.FailNext(1, 500, "")
+	if s, _ := post(false); s != 500 && s != 502 {
+		t.Fatalf("upstream failure: %d", s)
+	}
+	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(chat("openai/gpt-4o-mini", true, "")))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = resp.Body.Read(make([]byte, 64))
+	resp.Body.Close()
+	if !primary.WaitCancelled(1, 5*time.Second) {
+		t.Fatal("the left stream was not cancelled upstream")
+	}
+	for _, stream := range []bool{false, true, false} {
+		if s, b := post(stream); s != 200 {
+			t.Fatalf("stream=%v after the failures: %d %s", stream, s, b)
+		}
+	}
+}

@@ -54,7 +54,10 @@ type attemptResult struct {
 	resp  *http.Response
 	fresp *fasthttp.Response
 	// fbody is fresp's body when it is streamed.
-	fbody       *fastBody
+	fbody *fastBody
+	// release gives back the provider slot the exchange holds (see
+	// providerLimits); close calls it.
+	release     func()
 	cancel      context.CancelFunc
 	adapter     Adapter
 	passthrough bool
@@ -355,12 +358,17 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		if url == "" {
 			url = strings.TrimRight(baseURL, "/") + spec.Path
 		}
-		fresp, aerr := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
-			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, spec.Stream, timeout, spec.Headers, cl.upstreamHeaders)
+		release, aerr := s.limits.get(&prov).acquire(ctx, tgt.Provider, timeout)
 		if aerr != nil {
 			return nil, aerr
 		}
-		res := &attemptResult{fresp: fresp, cancel: func() {}, adapter: adapter, passthrough: passthrough,
+		fresp, aerr := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
+			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, spec.Stream, timeout, spec.Headers, cl.upstreamHeaders)
+		if aerr != nil {
+			release()
+			return nil, aerr
+		}
+		res := &attemptResult{fresp: fresp, cancel: func() {}, release: release, adapter: adapter, passthrough: passthrough,
 			target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, reqType: effType, conv: conv}
 		if bs := fresp.BodyStream(); bs != nil {
 			res.fbody = &fastBody{r: bs, conn: connOf(fresp), chunked: fresp.Header.ContentLength() == -1}
@@ -394,6 +402,10 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		return nil, &attemptError{retryable: true, err: apierr.New(http.StatusBadGateway, apierr.TypeUpstream, "upstream_auth_failed",
 			fmt.Sprintf("could not authenticate to provider %q: %v", tgt.Provider, err))}
 	}
+	release, aerr := s.limits.get(&prov).acquire(ctx, tgt.Provider, timeout)
+	if aerr != nil {
+		return nil, aerr
+	}
 	actx, cancel := context.WithCancel(ctx)
 	req = req.WithContext(actx)
 	// The timeout bounds the wait for the answer to start; a stream may then
@@ -401,6 +413,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	timer := time.AfterFunc(timeout, cancel)
 	resp, err := client.Do(req)
 	if err != nil {
+		release()
 		timer.Stop()
 		cancel()
 		code, msg := http.StatusBadGateway, fmt.Sprintf("provider %q unreachable: %v", tgt.Provider, errText(err))
@@ -409,7 +422,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		}
 		return nil, &attemptError{retryable: true, err: apierr.New(code, apierr.TypeUpstream, "upstream_unreachable", msg)}
 	}
-	res := &attemptResult{resp: resp, cancel: func() { timer.Stop(); cancel() }, adapter: adapter, passthrough: passthrough,
+	res := &attemptResult{resp: resp, cancel: func() { timer.Stop(); cancel() }, release: release, adapter: adapter, passthrough: passthrough,
 		target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, conv: conv, reqType: effType}
 	if len(spec.Context) <= pluginsdk.MaxAdapterContext {
 		res.context = spec.Context
@@ -421,8 +434,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	if cl.p.stream && spec.Stream {
 		timer.Stop() // the stream is open; from here the client's pace rules
 		if aerr := s.openStream(ctx, res); aerr != nil {
-			res.cancel()
-			resp.Body.Close()
+			res.close()
 			return nil, aerr
 		}
 	}

@@ -44,6 +44,7 @@ type Service struct {
 	log        *slog.Logger
 	creds      credentialCache
 	transports transportCache
+	limits     providerLimits
 	now        func() time.Time
 	// chatToolsMarker is o.ChatTools.Marker(), read once.
 	chatToolsMarker []byte
