@@ -2,7 +2,6 @@ package logs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/wasmgate/gateway/store"
 	"github.com/wasmgate/gateway/store/badgerstore"
@@ -410,7 +410,10 @@ func (l *Logger) write(batch []*Record) error {
 	enc := make([]encoded, 0, len(batch))
 	for i, r := range batch {
 		r.normalize()
-		v, err := json.Marshal(r)
+		// segmentio's encoder writes what encoding/json does (asserted by
+		// TestRecordEncodingMatchesEncodingJSON) in half the time: this
+		// runs once per request.
+		v, err := segjson.Marshal(r)
 		batch[i] = nil // release the record for the GC
 		if err != nil {
 			l.drop("write_failed", 1, fmt.Errorf("encode record %s: %w", r.ID, err))
