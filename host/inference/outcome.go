@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/wasmgate/gateway/host/apierr"
@@ -39,63 +40,103 @@ type Usage struct {
 
 // parseUsage reads an OpenAI-shaped usage object by scanning.
 func parseUsage(u []byte) (Usage, bool) {
+	// One pass over the usage object and one over each details object,
+	// rather than a lookup per field: this runs for every answer.
+	var v [12][]byte
+	firstValues(u, v[:], "prompt_tokens", "input_tokens", "completion_tokens", "output_tokens", "total_tokens",
+		"prompt_tokens_details", "input_tokens_details", "cache_creation_input_tokens",
+		"completion_tokens_details", "output_tokens_details", "tool_usage", "server_tool_use")
 	var us Usage
 	var ok bool
-	if us.PromptTokens, ok = jsonx.IntField(u, "prompt_tokens"); !ok {
+	if us.PromptTokens, ok = intValue(v[0]); !ok {
 		// Embeddings and some providers report input_tokens.
-		if us.PromptTokens, ok = jsonx.IntField(u, "input_tokens"); !ok {
+		if us.PromptTokens, ok = intValue(v[1]); !ok {
 			return us, false
 		}
 	}
-	us.CompletionTokens, _ = jsonx.IntField(u, "completion_tokens")
+	us.CompletionTokens, _ = intValue(v[2])
 	if us.CompletionTokens == 0 {
-		us.CompletionTokens, _ = jsonx.IntField(u, "output_tokens")
+		us.CompletionTokens, _ = intValue(v[3])
 	}
-	us.TotalTokens, _ = jsonx.IntField(u, "total_tokens")
+	us.TotalTokens, _ = intValue(v[4])
 	if us.TotalTokens == 0 {
 		us.TotalTokens = us.PromptTokens + us.CompletionTokens
 	}
-	s, e, found := jsonx.Field(u, "prompt_tokens_details")
-	if !found {
-		s, e, found = jsonx.Field(u, "input_tokens_details")
-	}
-	if found {
-		d := u[s:e]
-		us.CachedReadTokens = intOr(d, "cached_tokens", "cached_read_tokens")
-		us.CachedWriteTokens = intOr(d, "cache_write_tokens", "cached_write_tokens")
-		us.AudioInputTokens, _ = jsonx.IntField(d, "audio_tokens")
-		us.ImageTokens, _ = jsonx.IntField(d, "image_tokens")
+	if d := orBytes(v[5], v[6]); d != nil {
+		var dv [6][]byte
+		firstValues(d, dv[:], "cached_tokens", "cached_read_tokens", "cache_write_tokens", "cached_write_tokens", "audio_tokens", "image_tokens")
+		us.CachedReadTokens = intOr(dv[0], dv[1])
+		us.CachedWriteTokens = intOr(dv[2], dv[3])
+		us.AudioInputTokens, _ = intValue(dv[4])
+		us.ImageTokens, _ = intValue(dv[5])
 	}
 	if us.CachedWriteTokens == 0 {
 		// Anthropic's own usage shape, when a response passes through raw.
-		us.CachedWriteTokens, _ = jsonx.IntField(u, "cache_creation_input_tokens")
+		us.CachedWriteTokens, _ = intValue(v[7])
 	}
-	s, e, found = jsonx.Field(u, "completion_tokens_details")
-	if !found {
-		s, e, found = jsonx.Field(u, "output_tokens_details")
+	if d := orBytes(v[8], v[9]); d != nil {
+		var dv [3][]byte
+		firstValues(d, dv[:], "reasoning_tokens", "audio_tokens", "num_search_queries")
+		us.ReasoningTokens, _ = intValue(dv[0])
+		us.AudioOutputTokens, _ = intValue(dv[1])
+		us.WebSearchRequests, _ = intValue(dv[2])
 	}
-	if found {
-		d := u[s:e]
-		us.ReasoningTokens, _ = jsonx.IntField(d, "reasoning_tokens")
-		us.AudioOutputTokens, _ = jsonx.IntField(d, "audio_tokens")
-		us.WebSearchRequests, _ = jsonx.IntField(d, "num_search_queries")
-	}
-	if s, e, found := jsonx.Field(u, "tool_usage"); found {
-		if ws, we, ok := jsonx.Field(u[s:e], "web_search"); ok {
-			us.WebSearchRequests, _ = jsonx.IntField(u[s:e][ws:we], "num_requests")
+	if v[10] != nil {
+		var ws [1][]byte
+		if firstValues(v[10], ws[:], "web_search"); ws[0] != nil {
+			var n [1][]byte
+			firstValues(ws[0], n[:], "num_requests")
+			us.WebSearchRequests, _ = intValue(n[0])
 		}
-	} else if s, e, found := jsonx.Field(u, "server_tool_use"); found {
-		us.WebSearchRequests, _ = jsonx.IntField(u[s:e], "web_search_requests")
+	} else if v[11] != nil {
+		var n [1][]byte
+		firstValues(v[11], n[:], "web_search_requests")
+		us.WebSearchRequests, _ = intValue(n[0])
 	}
 	return us, true
 }
 
-// intOr reads the first of two integer fields present in obj.
-func intOr(obj []byte, a, b string) int64 {
-	if n, ok := jsonx.IntField(obj, a); ok {
+// firstValues reads obj once and sets vals[i] to the raw value of the
+// first member named keys[i] (nil when there is none), as a lookup by key
+// would find it.
+func firstValues(obj []byte, vals [][]byte, keys ...string) {
+	r := jsonx.NewReader(obj)
+	if !r.Object() {
+		return
+	}
+	for k, ok := r.Member(); ok; k, ok = r.Member() {
+		for i, key := range keys {
+			if vals[i] == nil && string(k) == key {
+				vals[i] = r.Value()
+				break
+			}
+		}
+	}
+}
+
+// intValue parses a raw integer value, as jsonx.IntField does.
+func intValue(v []byte) (int64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
+}
+
+// orBytes is a when present, else b.
+func orBytes(a, b []byte) []byte {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// intOr is the first of two integer values that is present.
+func intOr(a, b []byte) int64 {
+	if n, ok := intValue(a); ok {
 		return n
 	}
-	n, _ := jsonx.IntField(obj, b)
+	n, _ := intValue(b)
 	return n
 }
 
