@@ -27,6 +27,7 @@ require (
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/sync v0.24.0 // indirect

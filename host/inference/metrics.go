@@ -2,6 +2,8 @@ package inference
 
 import (
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,6 +20,51 @@ type Metrics struct {
 	retries   *prometheus.CounterVec
 	fallbacks *prometheus.CounterVec
 	routes    *prometheus.CounterVec
+	// series caches the children a request updates, per label set:
+	// resolving one through a Vec hashes and validates every label value,
+	// which for the six a plain request touches was a measurable share of
+	// a passthrough request's CPU.
+	series sync.Map // seriesKey -> *seriesSet
+}
+
+// seriesKey is the labels of one request's series.
+type seriesKey struct {
+	provider, model, requestType, status, route string
+}
+
+// seriesSet is the children of one seriesKey.
+type seriesSet struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+	route    prometheus.Counter // nil without a route
+	// tokens by kind, in tokenKinds order, each made on its first count
+	// so that kinds never seen export no series.
+	tokens [len(tokenKinds)]struct {
+		once sync.Once
+		c    prometheus.Counter
+	}
+	key seriesKey
+}
+
+var tokenKinds = [...]string{"prompt", "completion", "cached_read", "reasoning"}
+
+// set returns the children for k, resolving them on first use. k's
+// strings may alias request buffers: the cached key owns copies.
+func (m *Metrics) set(k seriesKey) *seriesSet {
+	if v, ok := m.series.Load(k); ok {
+		return v.(*seriesSet)
+	}
+	k = seriesKey{strings.Clone(k.provider), strings.Clone(k.model), strings.Clone(k.requestType), strings.Clone(k.status), strings.Clone(k.route)}
+	s := &seriesSet{
+		requests: m.requests.WithLabelValues(k.provider, k.model, k.requestType, k.status),
+		latency:  m.latency.WithLabelValues(k.provider, k.model, k.requestType, k.status),
+	}
+	if k.route != "" {
+		s.route = m.routes.WithLabelValues(k.route, k.status)
+	}
+	s.key = k
+	v, _ := m.series.LoadOrStore(k, s)
+	return v.(*seriesSet)
 }
 
 // NewMetrics registers the inference collectors on reg.
@@ -47,20 +94,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // Record implements Recorder.
 func (m *Metrics) Record(o *Outcome) {
-	status := strconv.Itoa(o.StatusCode)
-	m.requests.WithLabelValues(o.Provider, o.Model, o.RequestType, status).Inc()
-	m.latency.WithLabelValues(o.Provider, o.Model, o.RequestType, status).Observe(o.Latency.Seconds())
-	if o.RoutePattern != "" {
-		m.routes.WithLabelValues(o.RoutePattern, status).Inc()
+	status := statusLabel(o.StatusCode)
+	set := m.set(seriesKey{o.Provider, o.Model, o.RequestType, status, o.RoutePattern})
+	set.requests.Inc()
+	set.latency.Observe(o.Latency.Seconds())
+	if set.route != nil {
+		set.route.Inc()
 	}
 	if o.TTFT > 0 {
 		m.ttft.WithLabelValues(o.Provider, o.Model).Observe(o.TTFT.Seconds())
 	}
 	u := o.Usage
-	for kind, n := range map[string]int64{"prompt": u.PromptTokens, "completion": u.CompletionTokens,
-		"cached_read": u.CachedReadTokens, "reasoning": u.ReasoningTokens} {
+	for i, n := range [len(tokenKinds)]int64{u.PromptTokens, u.CompletionTokens, u.CachedReadTokens, u.ReasoningTokens} {
 		if n > 0 {
-			m.tokens.WithLabelValues(o.Provider, o.Model, kind).Add(float64(n))
+			t := &set.tokens[i]
+			t.once.Do(func() { t.c = m.tokens.WithLabelValues(set.key.provider, set.key.model, tokenKinds[i]) })
+			t.c.Add(float64(n))
 		}
 	}
 	if o.Err != nil && !o.Err.IsGatewayError {
@@ -72,6 +121,23 @@ func (m *Metrics) Record(o *Outcome) {
 	if o.IsFallback {
 		m.fallbacks.WithLabelValues(o.Provider).Inc()
 	}
+}
+
+// statusLabel is strconv.Itoa without an allocation for the usual codes.
+func statusLabel(code int) string {
+	switch code {
+	case 200:
+		return "200"
+	case 400:
+		return "400"
+	case 429:
+		return "429"
+	case 500:
+		return "500"
+	case 502:
+		return "502"
+	}
+	return strconv.Itoa(code)
 }
 
 // Recorders fans an outcome out to several recorders.
