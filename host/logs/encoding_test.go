@@ -17,8 +17,8 @@ func TestRecordEncodingMatchesEncodingJSON(t *testing.T) {
 		Status: "error", StatusCode: 429, LatencyMS: 1.25, TTFTMS: 0.5, Stream: true, PromptTokens: 30, CompletionTokens: 12,
 		TotalTokens: 42, CachedReadTokens: 7, ReasoningTokens: 3, Cost: 1.23e-7, KeyID: "k1", VirtualKeyID: "vk",
 		IsFallback: true, FallbackIndex: 1, Retries: 2,
-		Error:  &ErrorInfo{Type: "upstream", Code: "rate_limited", Message: "a \"quoted\" <b> & \u2028 \x01 é 😀"},
-		Input:  `{"messages":[{"role":"user","content":"<script>"}]}`, Output: "\t\n", ContentTruncated: true,
+		Error: &ErrorInfo{Type: "upstream", Code: "rate_limited", Message: "a \"quoted\" <b> & \u2028 \x01 é 😀"},
+		Input: `{"messages":[{"role":"user","content":"<script>"}]}`, Output: "\t\n", ContentTruncated: true,
 		AsyncJobID: "job", Metadata: map[string]string{"b": "2", "a": "1", "": "empty"}}
 	for name, r := range map[string]*Record{"full": full, "sparse": {ID: "x", Timestamp: time.Unix(0, 0).UTC()}, "large numbers": {LatencyMS: 1e21, Cost: 123456789.125, TotalTokens: 1 << 62}} {
 		want, err := json.Marshal(r)
