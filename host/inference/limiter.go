@@ -83,5 +83,5 @@ func (l *limiter) acquire(ctx context.Context, provider string, wait time.Durati
 
 func (l *limiter) release() { <-l.slots }
 
-// inFlight is how many slots are taken (tests, metrics).
+// inFlight is how many slots are taken (tests).
 func (l *limiter) inFlight() int { return len(l.slots) }

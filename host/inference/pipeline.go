@@ -370,9 +370,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		}
 		res := &attemptResult{fresp: fresp, cancel: func() {}, release: release, adapter: adapter, passthrough: passthrough,
 			target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, reqType: effType, conv: conv}
-		if bs := fresp.BodyStream(); bs != nil {
-			res.fbody = &fastBody{r: bs, conn: connOf(fresp), chunked: fresp.Header.ContentLength() == -1}
-		}
+		res.fbody = newFastBody(fresp)
 		if len(spec.Context) <= pluginsdk.MaxAdapterContext {
 			res.context = spec.Context
 			if spec.Stream {

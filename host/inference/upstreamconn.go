@@ -146,6 +146,15 @@ func connOf(resp *fasthttp.Response) *upstreamConn {
 	return nil
 }
 
+// newFastBody is resp's streamed body, or nil when it has none.
+func newFastBody(resp *fasthttp.Response) *fastBody {
+	bs := resp.BodyStream()
+	if bs == nil {
+		return nil
+	}
+	return &fastBody{r: bs, conn: connOf(resp), chunked: resp.Header.ContentLength() == -1}
+}
+
 // fastBody is a streamed fast-path body.
 type fastBody struct {
 	r    io.Reader

@@ -152,7 +152,7 @@ func openFast(t *testing.T, u *sseUpstream, path string, deadline time.Time) *at
 		t.Fatal(err)
 	}
 	res := &attemptResult{fresp: resp, cancel: func() {}}
-	res.fbody = &fastBody{r: resp.BodyStream(), conn: connOf(resp), chunked: resp.Header.ContentLength() == -1}
+	res.fbody = newFastBody(resp)
 	res.reader = newEventReader("", res.body())
 	return res
 }
@@ -170,7 +170,7 @@ func TestFastStreamReusesItsConnection(t *testing.T) {
 					t.Fatal(err)
 				}
 				res := &attemptResult{fresp: resp, cancel: func() {}}
-				res.fbody = &fastBody{r: resp.BodyStream(), conn: connOf(resp), chunked: resp.Header.ContentLength() == -1}
+				res.fbody = newFastBody(resp)
 				if res.fbody.conn == nil || !res.fbody.chunked {
 					t.Fatalf("conn %v chunked %v", res.fbody.conn, res.fbody.chunked)
 				}
@@ -244,7 +244,7 @@ func TestFastBodyClaimsOnlyChunkedFraming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &fastBody{r: resp.BodyStream(), conn: connOf(resp), chunked: resp.Header.ContentLength() == -1}
+	b := newFastBody(resp)
 	if b.chunked || b.Buffered() {
 		t.Fatalf("chunked %v, buffered %v for a length-delimited body", b.chunked, b.Buffered())
 	}
