@@ -242,27 +242,35 @@ logs:
 			// the machine's speed (it is shared) weighs on all three alike
 			// instead of on whichever ran during it.
 			var direct, floor, g result
-			var gwCPU time.Duration
+			var gwCPU, nginxCPU time.Duration
 			prof := startProfile(pprofPort, 3*dur, fmt.Sprintf("%s-c%d", sc.name, conc))
 			slice := dur / time.Duration(rounds)
 			for range rounds {
 				direct.merge(load(mockURL+sc.floorPath, sc.floorBody, hdr, conc, slice))
+				ncpu0 := nginx.treeCPU()
 				floor.merge(load(nginxURL+sc.floorPath, sc.floorBody, hdr, conc, slice))
+				nginxCPU += nginx.treeCPU() - ncpu0
 				cpu0 := gw.cpu()
 				g.merge(load(gwURL+sc.path, sc.body, hdr, conc, slice))
 				gwCPU += gw.cpu() - cpu0
 			}
 			prof()
 			gwRequests += g.requests + g.errors + g.warmups
-			cpuPer := time.Duration(0)
+			cpuPer, nginxPer := time.Duration(0), time.Duration(0)
 			if g.requests > 0 {
 				cpuPer = gwCPU / time.Duration(g.requests)
+			}
+			if floor.requests > 0 {
+				nginxPer = nginxCPU / time.Duration(floor.requests)
 			}
 			for _, r := range []struct {
 				n string
 				r result
 			}{{"direct", direct}, {"nginx", floor}, {"gateway", g}} {
 				extra := ""
+				if r.n == "nginx" {
+					extra = fmt.Sprintf("%8s %8s %10s", "", "", fmtD(nginxPer))
+				}
 				if r.n == "gateway" {
 					extra = fmt.Sprintf("%8s %8s %10s  peak %s", fmtD(g.p50-direct.p50), fmtD(g.p99-direct.p99), fmtD(cpuPer), mib(gw.peakRSS()))
 				}
@@ -277,9 +285,9 @@ logs:
 			}
 			// VmHWM only rises, so the row where it jumps is the phase
 			// that set the peak.
-			rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %d |",
+			rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %d |",
 				sc.name, conc, direct.rps, floor.rps, g.rps, ratio, fmtD(g.p50-direct.p50), fmtD(g.p99-direct.p99),
-				fmtD(floor.p50-direct.p50), fmtD(cpuPer), mib(gw.peakRSS()), g.errors))
+				fmtD(floor.p50-direct.p50), fmtD(cpuPer), fmtD(nginxPer), mib(gw.peakRSS()), g.errors))
 		}
 	}
 
@@ -356,9 +364,9 @@ logs:
 	fmt.Println(summary)
 
 	section := "## Load benchmark (`make bench`)\n\n" +
-		fmt.Sprintf("Run %s, %s per measurement in %d rounds (direct, nginx and gateway take turns, so a drift in the shared machine's speed weighs on all three), closed loop; direct = client to the mock upstream, nginx = Debian nginx reverse proxy with upstream keep-alive (the floor), gateway = wasmgate with request logging on as shipped. Added latency is against direct. CPU/req is the gateway process's user+system time divided by the requests it served.\n\n",
+		fmt.Sprintf("Run %s, %s per measurement in %d rounds (direct, nginx and gateway take turns, so a drift in the shared machine's speed weighs on all three), closed loop; direct = client to the mock upstream, nginx = Debian nginx reverse proxy with upstream keep-alive (the floor), gateway = wasmgate with request logging on as shipped. Added latency is against direct. CPU/req is the process's user+system time divided by the requests it served (for nginx, the master's and its workers'); the machine's speed drifts, so compare the gateway's CPU with nginx's in the same row rather than across runs.\n\n",
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), dur, rounds) +
-		"| scenario | conc | direct rps | nginx rps | gateway rps | gateway/nginx | gw +p50 | gw +p99 | nginx +p50 | gw CPU/req | gw peak RSS so far | gw errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n" +
+		"| scenario | conc | direct rps | nginx rps | gateway rps | gateway/nginx | gw +p50 | gw +p99 | nginx +p50 | gw CPU/req | nginx CPU/req | gw peak RSS so far | gw errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" +
 		strings.Join(rows, "\n") + "\n\n" + summary + "\n"
 	if soakLine != "" {
 		section += "\n" + soakLine + "\n"
@@ -590,17 +598,46 @@ func (p *proc) stop() {
 
 // cpu is the process's user+system CPU time so far.
 func (p *proc) cpu() time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	_, t := statCPU(p.cmd.Process.Pid)
+	return t
+}
+
+// treeCPU is cpu plus that of the process's live children: nginx's
+// workers, which serve every request, are children of the master started.
+func (p *proc) treeCPU() time.Duration {
+	pid := p.cmd.Process.Pid
+	total := p.cpu()
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		if ppid, t := statCPU(child); ppid == pid {
+			total += t
+		}
+	}
+	return total
+}
+
+// statCPU reads a process's parent and user+system CPU time from
+// /proc/<pid>/stat (zero when it is gone).
+func statCPU(pid int) (ppid int, cpu time.Duration) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// Fields after the command name (which may hold spaces) start after ')'.
 	s := string(raw)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0, 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	// Linux reports clock ticks; USER_HZ is 100 on every mainstream kernel.
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return ppid, time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 func (p *proc) status(field string) int64 {
