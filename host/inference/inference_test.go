@@ -134,6 +134,34 @@ func TestErrorsAreEnvelopes(t *testing.T) {
 	}
 }
 
+// TestMalformedBodiesStopAtAdmission: a body that is not JSON is the
+// client's mistake, answered 400 naming where it breaks, before any plugin
+// or upstream is called: a passthrough used to forward it (spending a call
+// on the key), and an adapter reported it as its own 502.
+func TestMalformedBodiesStopAtAdmission(t *testing.T) {
+	for _, pt := range []bool{true, false} {
+		t.Run(fmt.Sprintf("passthrough=%t", pt), func(t *testing.T) {
+			g, primary, _, ad := gateway(t, pt)
+			for _, body := range []string{
+				`{"model":"openai/gpt-4o-mini","messages":[`,
+				`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}],}`,
+				`{"model":"openai/gpt-4o-mini","messages":[]} trailing`,
+				`{"model":"openai/gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi}]}`,
+			} {
+				m := testgw.WantEnvelope(t, g.Do("POST", "/v1/chat/completions", body), 400, "invalid_json")
+				msg, _ := m["error"].(map[string]any)["message"].(string)
+				if !strings.Contains(msg, "at byte") && !strings.Contains(msg, "end of JSON input") {
+					t.Errorf("%s: message %q does not say where the body breaks", body, msg)
+				}
+			}
+			if primary.Count() != 0 || ad.calls["adapt_request"] != 0 {
+				t.Fatalf("malformed bodies reached the upstream (%d calls) or the adapter (%v)", primary.Count(), ad.calls)
+			}
+			g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, ""))
+		})
+	}
+}
+
 // sseEvents reads a whole SSE body into its data payloads.
 func sseEvents(t *testing.T, body []byte) []string {
 	t.Helper()

@@ -3,9 +3,12 @@ package inference
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/wasmgate/gateway/host/apierr"
 	"github.com/wasmgate/gateway/host/routing"
@@ -37,13 +40,18 @@ func parseRequest(body []byte) (*parsed, *apierr.Error) {
 	if trimmed[0] != '{' {
 		return nil, apierr.BadRequest("invalid_json", "", "request body must be a JSON object")
 	}
+	// The body is checked whole: a passthrough would otherwise spend an
+	// upstream call (and the key's quota) on bytes the provider rejects,
+	// and an adapter would report the client's mistake as its own failure.
+	// segmentio's validator checks a chat request in ~0.1 us and a
+	// megabyte of base64 image in ~30 us (encoding/json: 0.8 us, 2.7 ms).
+	if !segjson.Valid(body) {
+		return nil, invalidJSON(body)
+	}
 	raw, ok := jsonx.StringField(body, "model")
 	if !ok {
 		if _, _, present := jsonx.Field(body, "model"); present {
 			return nil, apierr.BadRequest("invalid_type", "model", `field "model" must be a string "<provider>/<model>"`)
-		}
-		if !json.Valid(body) {
-			return nil, apierr.BadRequest("invalid_json", "", "request body is not valid JSON")
 		}
 		return nil, apierr.BadRequest("missing_field", "model", `field "model" is required, as "<provider>/<model>"`)
 	}
@@ -85,6 +93,21 @@ func parseRequest(body []byte) (*parsed, *apierr.Error) {
 	}
 	p.plan = plan
 	return p, nil
+}
+
+// invalidJSON is the 400 for a body that is not JSON, naming where it
+// breaks (encoding/json's diagnosis; this path is taken only on error).
+func invalidJSON(body []byte) *apierr.Error {
+	var v any
+	err := json.Unmarshal(body, &v)
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &syn):
+		return apierr.BadRequest("invalid_json", "", fmt.Sprintf("request body is not valid JSON: %s (at byte %d)", syn.Error(), syn.Offset))
+	case err != nil:
+		return apierr.BadRequest("invalid_json", "", "request body is not valid JSON: "+err.Error())
+	}
+	return apierr.BadRequest("invalid_json", "", "request body is not valid JSON")
 }
 
 // unescape decodes a JSON string's raw content (rare escapes in model names).
