@@ -284,23 +284,37 @@ func TestEveryRequestIsLogged(t *testing.T) {
 	primary.FailNext(1, 401, "")
 	g.Do("POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", false, ""))
 	g.Do("POST", "/v1/chat/completions", `{"model":"mistral/x"}`)
+	// Requests the gateway cannot read are requests too.
+	g.Do("POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini","messages":[`)
+	g.Do("POST", "/v1/chat/completions", `{"messages":[]}`)
 	if err := g.Server.Logs().Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var out struct {
 		Logs []struct {
-			Status      string  `json:"status"`
-			StatusCode  int     `json:"status_code"`
-			Stream      bool    `json:"stream"`
-			TotalTokens int     `json:"total_tokens"`
-			Provider    string  `json:"provider"`
-			TTFTMS      float64 `json:"ttft_ms"`
+			Status      string `json:"status"`
+			StatusCode  int    `json:"status_code"`
+			Stream      bool   `json:"stream"`
+			TotalTokens int    `json:"total_tokens"`
+			Provider    string `json:"provider"`
+			Model       string `json:"model"`
+			Error       struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+			TTFTMS float64 `json:"ttft_ms"`
 		} `json:"logs"`
 		TotalCount int `json:"total_count"`
 	}
 	g.Expect(200, "GET", "/api/logs?order=asc", nil).Decode(t, &out)
-	if out.TotalCount != 4 {
-		t.Fatalf("logged %d of 4 requests: %+v", out.TotalCount, out.Logs)
+	if out.TotalCount != 6 {
+		t.Fatalf("logged %d of 6 requests: %+v", out.TotalCount, out.Logs)
+	}
+	if r := out.Logs[4]; r.StatusCode != 400 || r.Model != "openai/gpt-4o-mini" || r.Error.Code != "invalid_json" {
+		t.Fatalf("malformed-body record: %+v", r)
+	}
+	if r := out.Logs[5]; r.StatusCode != 400 || r.Model != "" || r.Error.Code != "missing_field" {
+		t.Fatalf("missing-model record: %+v", r)
 	}
 	l := out.Logs
 	if l[0].Status != "success" || l[0].TotalTokens == 0 || l[0].Provider != "openai" {

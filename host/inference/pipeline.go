@@ -116,16 +116,8 @@ func (s *Service) serve(c *fiber.Ctx, reqType, path string, body []byte, eg *egr
 	return s.serveCaptured(c, reqType, path, body, caller, eg, nil)
 }
 
-// serveCaptured is serve whose non-streamed answer goes to *capture when
-// capture is set (the tool loop reads the model's answer).
-func (s *Service) serveCaptured(c *fiber.Ctx, reqType, path string, body []byte, caller string, eg *egress, capture *[]byte) error {
-	p, aerr := parseRequest(body)
-	if aerr != nil {
-		return aerr
-	}
-	if capture != nil && p.stream {
-		return apierr.BadRequest("invalid_value", "stream", "a model call of the gateway's tool loop cannot stream")
-	}
+// newCall starts the outcome of one request.
+func (s *Service) newCall(c *fiber.Ctx, reqType, path string, p *parsed, eg *egress, capture *[]byte, caller string) *call {
 	cl := &call{reqType: reqType, path: path, p: p, eg: eg, capture: capture}
 	start := s.now()
 	cl.out = Outcome{ID: reqid.New(start), Start: start,
@@ -134,6 +126,27 @@ func (s *Service) serveCaptured(c *fiber.Ctx, reqType, path string, body []byte,
 		// later), so it keeps its own copy.
 		Route: strings.Clone(c.Path()), RoutePattern: c.Route().Path,
 		RequestType: reqType, Model: p.model, Stream: p.stream, CallerCredential: caller}
+	return cl
+}
+
+// serveCaptured is serve whose non-streamed answer goes to *capture when
+// capture is set (the tool loop reads the model's answer).
+func (s *Service) serveCaptured(c *fiber.Ctx, reqType, path string, body []byte, caller string, eg *egress, capture *[]byte) error {
+	p, aerr := parseRequest(body)
+	if aerr != nil {
+		// A request the gateway cannot read is still a request: it is
+		// logged (with whatever model it names) like any other failure.
+		p = &parsed{body: body}
+		if raw, ok := jsonx.StringField(body, "model"); ok {
+			p.model = unescape(raw)
+		}
+		s.finishError(s.newCall(c, reqType, path, p, eg, capture, caller), aerr)
+		return aerr
+	}
+	if capture != nil && p.stream {
+		return apierr.BadRequest("invalid_value", "stream", "a model call of the gateway's tool loop cannot stream")
+	}
+	cl := s.newCall(c, reqType, path, p, eg, capture, caller)
 	vk, apiKey, bearer := gateCredentials(c, caller)
 	if aerr := s.admit(c.UserContext(), cl, vk, apiKey, bearer); aerr != nil {
 		s.finishError(cl, aerr)
