@@ -129,6 +129,25 @@ func (s *Service) codec(w *wire) (NativeCodec, *apierr.Error) {
 		fmt.Sprintf("no adapter implementing the %s drop-in hooks (ingress_request, egress_response, egress_stream) is loaded", w.module))
 }
 
+// reject answers a drop-in request refused before it reached the
+// pipeline (unreadable body, no adapter, an ingress hook's refusal) in the
+// caller's native shape, and logs it as the pipeline logs its failures:
+// every request is recorded. model is what the route names ("" reads the
+// body's "model").
+func (s *Service) reject(c *fiber.Ctx, eg *egress, reqType, model string, e *apierr.Error) error {
+	// A model from the route's parameters points into the request buffer,
+	// which the next request on the connection reuses; the record
+	// outlives this one.
+	p := &parsed{body: c.Body(), model: strings.Clone(model)}
+	if model == "" {
+		if raw, ok := jsonx.StringField(p.body, "model"); ok {
+			p.model = unescape(raw)
+		}
+	}
+	s.finishError(s.newCall(c, reqType, "", p, eg, nil, callerCredential(c)), e)
+	return eg.fail(c, e)
+}
+
 // fail answers an error in the caller's native shape where the wire has
 // one; otherwise the gateway envelope (returned to the error handler).
 func (eg *egress) fail(c *fiber.Ctx, e *apierr.Error) error {
@@ -201,7 +220,7 @@ func (s *Service) nativeChat(w *wire, input func(c *fiber.Ctx) ([]byte, *apierr.
 			// With the codec the error takes the native shape (Anthropic's
 			// comes from its egress hook).
 			eg.codec, _ = s.codec(w)
-			return eg.fail(c, aerr)
+			return s.reject(c, eg, TypeChat, "", aerr)
 		}
 		return s.native(c, w, in, TypeChat)
 	}
@@ -213,12 +232,12 @@ func (s *Service) native(c *fiber.Ctx, w *wire, in []byte, reqType string) error
 	eg := &egress{w: w}
 	codec, aerr := s.codec(w)
 	if aerr != nil {
-		return eg.fail(c, aerr)
+		return s.reject(c, eg, reqType, "", aerr)
 	}
 	eg.codec = codec
 	unified, err := codec.IngressRequest(c.UserContext(), in)
 	if err != nil {
-		return eg.fail(c, adapterError(codec, "ingress_request", err))
+		return s.reject(c, eg, reqType, "", adapterError(codec, "ingress_request", err))
 	}
 	path := "/chat/completions"
 	if stream, _ := jsonx.BoolField(unified, "stream"); stream && w.module == "anthropic" && reqType == TypeChat {
@@ -254,7 +273,7 @@ func (s *Service) genai(c *fiber.Ctx) error {
 	eg := &egress{w: wireGenAI}
 	i := strings.LastIndexByte(rest, ':')
 	if i < 0 {
-		return eg.fail(c, apierr.New(http.StatusNotFound, apierr.TypeNotFound, "route_not_found",
+		return s.reject(c, eg, "", "", apierr.New(http.StatusNotFound, apierr.TypeNotFound, "route_not_found",
 			fmt.Sprintf("no route for %s %s: want models/{model}:{method}", c.Method(), c.Path())))
 	}
 	model, method := strings.TrimPrefix(rest[:i], "models/"), rest[i+1:]
@@ -263,7 +282,7 @@ func (s *Service) genai(c *fiber.Ctx) error {
 		body = []byte("{}")
 	}
 	if !json.Valid(body) {
-		return eg.fail(c, apierr.BadRequest("invalid_json", "", "request body is not valid JSON"))
+		return s.reject(c, eg, "", model, apierr.BadRequest("invalid_json", "", "request body is not valid JSON"))
 	}
 	envelope := func(stream bool, b []byte) []byte {
 		return mustJSON(map[string]any{"model": model, "stream": stream, "body": json.RawMessage(b)})
@@ -282,7 +301,7 @@ func (s *Service) genai(c *fiber.Ctx) error {
 	case "embedContent", "batchEmbedContents":
 		return s.genaiEmbed(c, model, method == "batchEmbedContents", body)
 	}
-	return eg.fail(c, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "unsupported_method",
+	return s.reject(c, eg, "", model, apierr.New(http.StatusNotImplemented, apierr.TypeInvalidRequest, "unsupported_method",
 		fmt.Sprintf("method %q is not served on the GenAI drop-in prefix", method)))
 }
 
@@ -554,18 +573,18 @@ func (s *Service) genaiEmbed(c *fiber.Ctx, model string, batch bool, body []byte
 			Requests []single `json:"requests"`
 		}
 		if err := json.Unmarshal(body, &b); err != nil {
-			return eg.fail(c, apierr.BadRequest("invalid_json", "", "invalid batchEmbedContents request: "+err.Error()))
+			return s.reject(c, eg, TypeEmbedding, model, apierr.BadRequest("invalid_json", "", "invalid batchEmbedContents request: "+err.Error()))
 		}
 		reqs = b.Requests
 	} else {
 		var one single
 		if err := json.Unmarshal(body, &one); err != nil {
-			return eg.fail(c, apierr.BadRequest("invalid_json", "", "invalid embedContent request: "+err.Error()))
+			return s.reject(c, eg, TypeEmbedding, model, apierr.BadRequest("invalid_json", "", "invalid embedContent request: "+err.Error()))
 		}
 		reqs = []single{one}
 	}
 	if len(reqs) == 0 {
-		return eg.fail(c, apierr.BadRequest("missing_field", "requests", "nothing to embed"))
+		return s.reject(c, eg, TypeEmbedding, model, apierr.BadRequest("missing_field", "requests", "nothing to embed"))
 	}
 	inputs := make([]string, len(reqs))
 	for i, r := range reqs {
@@ -614,10 +633,10 @@ func (s *Service) cohereEmbed(c *fiber.Ctx) error {
 		Dimensions *int     `json:"output_dimension"`
 	}
 	if err := json.Unmarshal(c.Body(), &r); err != nil {
-		return eg.fail(c, apierr.BadRequest("invalid_json", "", "invalid v2 embed request: "+err.Error()))
+		return s.reject(c, eg, TypeEmbedding, "", apierr.BadRequest("invalid_json", "", "invalid v2 embed request: "+err.Error()))
 	}
 	if len(r.Texts) == 0 {
-		return eg.fail(c, apierr.BadRequest("missing_field", "texts", "texts is required (images and inputs are not served on the drop-in prefix)"))
+		return s.reject(c, eg, TypeEmbedding, "", apierr.BadRequest("missing_field", "texts", "texts is required (images and inputs are not served on the drop-in prefix)"))
 	}
 	u := map[string]any{"model": r.Model, "input": r.Texts, "encoding_format": "float"}
 	if r.Dimensions != nil {
@@ -642,7 +661,7 @@ func (s *Service) cohereEmbed(c *fiber.Ctx) error {
 func (s *Service) serveNative(c *fiber.Ctx, eg *egress, reqType, path string, unified []byte) error {
 	fb, aerr := nativeFallbacks(c, c.Body())
 	if aerr != nil {
-		return eg.fail(c, aerr)
+		return s.reject(c, eg, reqType, "", aerr)
 	}
 	unified = withFallbacks(unified, fb)
 	err := s.serve(c, reqType, path, defaultProvider(unified, eg.w.provider), eg, callerCredential(c))
@@ -701,7 +720,7 @@ func (s *Service) cohereRerank(c *fiber.Ctx) error {
 	eg := &egress{w: wireCohere}
 	body := c.Body()
 	if !json.Valid(body) {
-		return eg.fail(c, apierr.BadRequest("invalid_json", "", "request body is not valid JSON"))
+		return s.reject(c, eg, TypeRerank, "", apierr.BadRequest("invalid_json", "", "request body is not valid JSON"))
 	}
 	eg.encode = func(unified []byte) ([]byte, error) {
 		var r struct {

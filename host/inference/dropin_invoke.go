@@ -75,17 +75,17 @@ func (s *Service) bedrockInvoke(stream bool) fiber.Handler {
 		}
 		eg := &egress{w: w}
 		if !json.Valid(body) || len(body) == 0 || body[0] != '{' {
-			return eg.fail(c, apierr.BadRequest("invalid_json", "", "request body is not a JSON object"))
+			return s.reject(c, eg, TypeChat, model, apierr.BadRequest("invalid_json", "", "request body is not a JSON object"))
 		}
 		codec, aerr := s.codec(w)
 		if aerr != nil {
-			return eg.fail(c, aerr)
+			return s.reject(c, eg, TypeChat, model, aerr)
 		}
 		eg.codec = codec
 		if _, _, ok := jsonx.Field(body, "fallbacks"); ok {
 			// A gateway member: read by serveNative, never sent upstream.
 			if body, err = removeFields(body, gatewayFields); err != nil {
-				return eg.fail(c, apierr.BadRequest("invalid_json", "", "request body is not valid JSON"))
+				return s.reject(c, eg, TypeChat, model, apierr.BadRequest("invalid_json", "", "request body is not valid JSON"))
 			}
 		}
 		ic := &invokeCall{eg: eg, model: model, stream: stream, native: body}
@@ -104,7 +104,7 @@ func (s *Service) bedrockInvoke(stream bool) fiber.Handler {
 			ic.raw, ic.model = true, strings.TrimPrefix(model, "bedrock/")
 			unified = mustJSON(map[string]any{"model": model, "stream": stream, "body": json.RawMessage(body)})
 		} else if unified, err = ic.ingress(ctx); err != nil {
-			return eg.fail(c, adapterError(codec, "ingress_request", err))
+			return s.reject(c, eg, TypeChat, model, adapterError(codec, "ingress_request", err))
 		}
 		return s.serveNative(c, eg, TypeChat, "/chat/completions", unified)
 	}
