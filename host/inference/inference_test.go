@@ -403,6 +403,26 @@ func TestExtraFieldsAreValidJSON(t *testing.T) {
 // net_http (a bad value is a 400 naming it), and streamed and plain
 // requests are served either way (which client is used:
 // TestTransportEntryHonoursHTTPClient).
+// TestProviderURLsNeverPointAtMetadata: a base URL or key URL naming a
+// link-local address (the clouds' metadata service) is refused with a 400
+// naming the field; self-hosted loopback and private hosts are accepted.
+func TestProviderURLsNeverPointAtMetadata(t *testing.T) {
+	g, _, _, _ := gateway(t, true)
+	for _, u := range []string{"http://169.254.169.254/v1", "http://[fe80::1]:8000/v1", "https://[::ffff:169.254.169.254]/v1"} {
+		r := g.Do("POST", "/api/providers", map[string]any{"name": "vllm", "network_config": map[string]any{"base_url": u}})
+		m := testgw.WantEnvelope(t, r, 400, "invalid_value")
+		if m["error"].(map[string]any)["param"] != "network_config.base_url" {
+			t.Errorf("%s: %s", u, r.Body)
+		}
+	}
+	g.Expect(201, "POST", "/api/providers", map[string]any{"name": "vllm", "network_config": map[string]any{"base_url": "http://10.0.0.7:8000/v1"}})
+	r := g.Do("POST", "/api/providers/vllm/keys", map[string]any{"name": "k", "value": "x",
+		"vllm_key_config": map[string]any{"url": "http://169.254.169.254/", "model_name": "m"}})
+	if r.Status != 400 || !strings.Contains(string(r.Body), "cloud-metadata") {
+		t.Fatalf("key url: %d %s", r.Status, r.Body)
+	}
+}
+
 func TestHTTPClientSetting(t *testing.T) {
 	g, primary, _, _ := gateway(t, true)
 	r := g.Do("PUT", "/api/providers/openai", map[string]any{"name": "openai",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/wasmgate/gateway/host/netguard"
 	"github.com/wasmgate/gateway/host/providers"
 )
 
@@ -50,7 +51,9 @@ func (t *transportCache) entry(p *providers.Provider, proxyPassword string) (*tr
 	if connect <= 0 {
 		connect = 10 * time.Second
 	}
-	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	// Provider URLs may be loopback or private (self-hosted servers), never
+	// link-local: see netguard.Metadata.
+	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second, Control: netguard.MetadataControl}
 	tr := &http.Transport{
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/wasmgate/gateway/host/netguard"
 )
 
 // Streams on the fast path. fasthttp's client reads a streamed body in the
@@ -31,7 +33,10 @@ import (
 // is ours, under the upstreamConn, so that the framing chunkWatch follows
 // is the plaintext answer.
 func dialUpstream(addr string, tc *tls.Config, timeout time.Duration) (net.Conn, error) {
-	c, err := fasthttp.DialTimeout(addr, timeout)
+	// Dialled like the net/http transport's connections: no link-local
+	// (cloud metadata) destination, judged on the address dialled.
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: netguard.MetadataControl}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmgate/gateway/host/netguard"
 	"github.com/wasmgate/gateway/host/providers"
 )
 
@@ -309,5 +311,38 @@ func TestTransportEntryHonoursHTTPClient(t *testing.T) {
 		if (e.fast != nil) != c.fast {
 			t.Errorf("%s (http_client %s, proxy %s): fast client %v, want %v", c.name, c.client, c.proxy, e.fast != nil, c.fast)
 		}
+	}
+}
+
+// TestUpstreamDialsRefuseMetadata: both clients' connections refuse a
+// link-local destination (a provider host name resolving to the cloud's
+// metadata service), before connecting; loopback stays reachable.
+func TestUpstreamDialsRefuseMetadata(t *testing.T) {
+	var tc transportCache
+	e, err := tc.entry(&providers.Provider{Name: "openai", UpdatedAt: time.Now()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, dial := range map[string]func(addr string) (net.Conn, error){
+		"fasthttp": func(addr string) (net.Conn, error) { return dialUpstream(addr, nil, 5*time.Second) },
+		"net/http": func(addr string) (net.Conn, error) { return e.tr.DialContext(t.Context(), "tcp", addr) },
+	} {
+		start := time.Now()
+		_, err := dial("169.254.169.254:80")
+		var me *netguard.MetadataAddressError
+		if !errors.As(err, &me) || time.Since(start) > time.Second {
+			t.Errorf("%s: dial to the metadata address: %v after %s", name, err, time.Since(start))
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := dial(ln.Addr().String())
+		if err != nil {
+			t.Errorf("%s: loopback refused: %v", name, err)
+		} else {
+			c.Close()
+		}
+		ln.Close()
 	}
 }

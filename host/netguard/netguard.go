@@ -7,8 +7,10 @@ package netguard
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"syscall"
+	"time"
 )
 
 // blockedPrefixes are the non-public ranges a guarded client may not reach. netip's Is* helpers cover loopback,
@@ -103,4 +105,74 @@ func Control(_ string, address string, _ syscall.RawConn) error {
 		return &BlockedAddressError{Addr: host}
 	}
 	return nil
+}
+
+// metadataAddrs are cloud instance-metadata services outside link-local
+// space: AWS's IPv6 endpoint and Alibaba Cloud's.
+var metadataAddrs = []netip.Addr{
+	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("100.100.100.200"),
+}
+
+// Metadata reports whether ip is link-local (169.254.0.0/16, fe80::/10),
+// where clouds serve instance metadata and credentials, or another known
+// metadata address. It is the guard for destinations an operator
+// configures on purpose, such as a provider's base URL: those may be
+// loopback or private (a self-hosted model server), but no model server
+// lives at a link-local address, and an upstream error quoting the
+// metadata service's answer would hand its credentials to the caller.
+func Metadata(ip netip.Addr) bool {
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		b := ip.As16()
+		switch {
+		case nat64Prefix.Contains(ip):
+			ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+		case sixToFourPrefix.Contains(ip):
+			ip = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+		}
+	}
+	if ip.IsLinkLocalUnicast() {
+		return true
+	}
+	for _, m := range metadataAddrs {
+		if ip == m {
+			return true
+		}
+	}
+	return false
+}
+
+// MetadataAddressError is returned when a connection would reach a
+// link-local or cloud-metadata address.
+type MetadataAddressError struct {
+	Addr string
+}
+
+func (e *MetadataAddressError) Error() string {
+	return fmt.Sprintf("refused to connect to %s: link-local or cloud-metadata address", e.Addr)
+}
+
+// MetadataControl is a net.Dialer Control func refusing Metadata addresses;
+// like Control it judges the address about to be dialled.
+func MetadataControl(_ string, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return &MetadataAddressError{Addr: address}
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || Metadata(ip) {
+		return &MetadataAddressError{Addr: host}
+	}
+	return nil
+}
+
+// MetadataGuardedClient is an HTTP client with the given overall timeout
+// whose connections refuse Metadata addresses: for token endpoints and
+// other URLs that come with a provider's configuration.
+func MetadataGuardedClient(timeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: MetadataControl}
+	tr.DialContext = d.DialContext
+	return &http.Client{Timeout: timeout, Transport: tr}
 }

@@ -3,11 +3,13 @@ package providers
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/netguard"
 	"github.com/wasmgate/gateway/host/secret"
 )
 
@@ -275,6 +277,12 @@ func checkHTTPURL(field, s string) *apierr.Error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return apierr.BadRequest("invalid_value", field, fmt.Sprintf("%s must be an http(s) URL (got %q)", field, s))
+	}
+	// Literal addresses are judged here, names when dialled (see
+	// netguard.Metadata): loopback and private hosts are fine.
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && netguard.Metadata(ip) {
+		return apierr.BadRequest("invalid_value", field, fmt.Sprintf(
+			"%s points at %s, a link-local or cloud-metadata address, which the gateway never calls", field, ip))
 	}
 	return nil
 }

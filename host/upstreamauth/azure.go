@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/wasmgate/gateway/host/netguard"
 )
 
 // AzureDefaultAuthority is the Entra ID (public cloud) authority.
@@ -69,7 +71,7 @@ func NewAzureEntraID(cfg AzureClientCredentials) (*AzureEntraID, error) {
 		now:    cfg.Now,
 	}
 	if a.client == nil {
-		a.client = &http.Client{Timeout: DefaultMintTimeout}
+		a.client = netguard.MetadataGuardedClient(DefaultMintTimeout)
 	}
 	if a.now == nil {
 		a.now = time.Now

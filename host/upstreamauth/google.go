@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/wasmgate/gateway/host/netguard"
 )
 
 // CloudPlatformScope is the scope Vertex AI needs.
@@ -125,7 +127,7 @@ func NewGoogleServiceAccount(cfg GoogleConfig) (*GoogleServiceAccount, error) {
 		g.tokenURI = cfg.TokenURL
 	}
 	if g.client == nil {
-		g.client = &http.Client{Timeout: DefaultMintTimeout}
+		g.client = netguard.MetadataGuardedClient(DefaultMintTimeout)
 	}
 	if g.now == nil {
 		g.now = time.Now
