@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -59,7 +60,10 @@ func (t *throttle) fail(key string) {
 			}
 		}
 		w = &window{start: now}
-		t.byKey[key] = w
+		// key is the client address, which behind a trusted proxy is the
+		// X-Forwarded-For value: a view of the request buffer that the
+		// connection's next request overwrites. The table keeps a copy.
+		t.byKey[strings.Clone(key)] = w
 	}
 	w.failures++
 }

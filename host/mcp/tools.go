@@ -206,7 +206,10 @@ func (s *Service) record(start time.Time, route, client, tool string, args json.
 	if s.o.Logs == nil || route == "" {
 		return
 	}
-	rec := &logs.Record{Timestamp: start.UTC(), Object: RequestType, Route: route, Provider: client, Model: tool,
+	// route may be the request's path (POST /v1/mcp/tool/execute), which
+	// points into a pooled buffer the next request reuses; the record is
+	// written later by the log writer, so it keeps a copy.
+	rec := &logs.Record{Timestamp: start.UTC(), Object: RequestType, Route: strings.Clone(route), Provider: client, Model: tool,
 		StatusCode: http.StatusOK, LatencyMS: float64(s.now().Sub(start).Microseconds()) / 1000}
 	if err != nil {
 		e := apierr.As(err)

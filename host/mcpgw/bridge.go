@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
@@ -38,7 +39,8 @@ func bridge(base context.Context, h http.Handler) fiber.Handler {
 			// reaches the SDK's handlers, which run under this context.
 			ctx = mcpaccess.NewContext(ctx, p)
 		}
-		req, err := http.NewRequestWithContext(ctx, c.Method(), string(c.Request().URI().RequestURI()),
+		// The method too: c.Method() is a view of fasthttp's header buffer.
+		req, err := http.NewRequestWithContext(ctx, strings.Clone(c.Method()), string(c.Request().URI().RequestURI()),
 			bytes.NewReader(append([]byte(nil), c.Body()...)))
 		if err != nil {
 			cancel()

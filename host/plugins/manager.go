@@ -1,12 +1,14 @@
 package plugins
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +60,16 @@ type Spec struct {
 	// FailOpen makes a runtime failure skip the plugin (the call answers
 	// pass-through) instead of failing the request.
 	FailOpen bool `json:"fail_open,omitempty"`
+}
+
+// clone returns spec with its strings and config in memory of its own.
+func (s Spec) clone() Spec {
+	s.Name, s.Runtime = strings.Clone(s.Name), Runtime(strings.Clone(string(s.Runtime)))
+	s.Source, s.SHA256 = strings.Clone(s.Source), strings.Clone(s.SHA256)
+	if s.Config != nil {
+		s.Config = bytes.Clone(s.Config)
+	}
+	return s
 }
 
 // Validate checks the fields every runtime needs.
@@ -290,6 +302,11 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
+	// The manager keeps spec for the plugin's life (the entries map key,
+	// the entry, its generations). Callers build it from request data —
+	// PUT /api/plugins/:name, an upload's ?name= — whose strings alias
+	// fasthttp's request buffers, reused by later requests: keep copies.
+	spec = spec.clone()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -1,0 +1,49 @@
+package auth_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/wasmgate/gateway/host/internal/testgw"
+)
+
+// TestThrottleKeyOwnsItsBytes: behind a trusted proxy the throttle counts
+// failures per X-Forwarded-For value, which points into the connection's
+// request buffer. The next request on that connection (another client,
+// same header length) must not rewrite the throttled client's entry.
+func TestThrottleKeyOwnsItsBytes(t *testing.T) {
+	g := testgw.Start(t, testgw.Options{ConfigYAML: "server:\n  trusted_proxies: [127.0.0.1]\n" +
+		"auth_config:\n  login_attempts_per_minute: 2\n"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Server.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	proxy := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	t.Cleanup(proxy.CloseIdleConnections)
+	other := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	send := func(c *http.Client, client, token string, want int) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+"/api/config", nil)
+		req.Header.Set("X-Forwarded-For", client)
+		req.Header.Set("X-Gateway-Setup-Token", token)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("client %s: %d %s, want %d", client, resp.StatusCode, raw, want)
+		}
+	}
+	send(proxy, "203.0.113.7", "wrong", 403)
+	send(proxy, "203.0.113.7", "wrong", 403)
+	// Another client through the same proxy connection.
+	send(proxy, "203.0.113.9", testgw.SetupToken, 200)
+	// The first client, on another connection, is still throttled.
+	send(other, "203.0.113.7", "wrong", 429)
+}
