@@ -4,14 +4,30 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics records inference outcomes as Prometheus series. Labels are the
-// provider, the requested model and the status, which stay bounded by the
-// configured providers and the models clients use.
+// Metrics records inference outcomes as Prometheus series, labelled by
+// provider, requested model and status.
+//
+// The provider and model come from the client, so they are bounded: a
+// (provider, model) pair gets its own labels once a request for it
+// succeeded, for at most MaxModelLabels pairs; until then, and past the
+// cap, it is counted under provider and model "other" (a provider keeps
+// its name once any of its models succeeded). Otherwise every made-up
+// model name a client sends, each answered 404 by its provider, would add
+// a score of series that live as long as the process: a memory leak any
+// caller can drive.
 type Metrics struct {
+	// MaxModelLabels caps the (provider, model) pairs with labels of
+	// their own (DefaultMaxModelLabels when NewMetrics made it).
+	MaxModelLabels int
+	labelled       sync.Map // modelPair -> struct{}
+	providers      sync.Map // provider -> struct{}
+	nLabelled      atomic.Int64
+
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	ttft      *prometheus.HistogramVec
@@ -25,6 +41,37 @@ type Metrics struct {
 	// which for the six a plain request touches was a measurable share of
 	// a passthrough request's CPU.
 	series sync.Map // seriesKey -> *seriesSet
+}
+
+// DefaultMaxModelLabels is the (provider, model) pairs labelled by name.
+const DefaultMaxModelLabels = 2000
+
+// otherLabel stands for a provider or model without labels of its own.
+const otherLabel = "other"
+
+type modelPair struct{ provider, model string }
+
+// labels returns the provider and model labels of an outcome (see Metrics).
+func (m *Metrics) labels(o *Outcome) (provider, model string) {
+	k := modelPair{o.Provider, o.Model}
+	if _, ok := m.labelled.Load(k); ok {
+		return o.Provider, o.Model
+	}
+	if o.StatusCode >= 200 && o.StatusCode < 300 && o.Provider != "" {
+		if m.nLabelled.Add(1) <= int64(m.MaxModelLabels) {
+			k = modelPair{strings.Clone(k.provider), strings.Clone(k.model)}
+			if _, loaded := m.labelled.LoadOrStore(k, struct{}{}); loaded {
+				m.nLabelled.Add(-1)
+			}
+			m.providers.LoadOrStore(k.provider, struct{}{})
+			return o.Provider, o.Model
+		}
+		m.nLabelled.Add(-1)
+	}
+	if _, ok := m.providers.Load(o.Provider); ok {
+		return o.Provider, otherLabel
+	}
+	return otherLabel, otherLabel
 }
 
 // seriesKey is the labels of one request's series.
@@ -71,6 +118,7 @@ func (m *Metrics) set(k seriesKey) *seriesSet {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	buckets := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 	m := &Metrics{
+		MaxModelLabels: DefaultMaxModelLabels,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wasmgate_inference_requests_total",
 			Help: "Inference requests by provider, model, request type and HTTP status."}, []string{"provider", "model", "request_type", "status"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "wasmgate_inference_request_duration_seconds",
@@ -95,14 +143,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // Record implements Recorder.
 func (m *Metrics) Record(o *Outcome) {
 	status := statusLabel(o.StatusCode)
-	set := m.set(seriesKey{o.Provider, o.Model, o.RequestType, status, o.RoutePattern})
+	provider, model := m.labels(o)
+	set := m.set(seriesKey{provider, model, o.RequestType, status, o.RoutePattern})
 	set.requests.Inc()
 	set.latency.Observe(o.Latency.Seconds())
 	if set.route != nil {
 		set.route.Inc()
 	}
 	if o.TTFT > 0 {
-		m.ttft.WithLabelValues(o.Provider, o.Model).Observe(o.TTFT.Seconds())
+		m.ttft.WithLabelValues(provider, model).Observe(o.TTFT.Seconds())
 	}
 	u := o.Usage
 	for i, n := range [len(tokenKinds)]int64{u.PromptTokens, u.CompletionTokens, u.CachedReadTokens, u.ReasoningTokens} {
@@ -113,13 +162,13 @@ func (m *Metrics) Record(o *Outcome) {
 		}
 	}
 	if o.Err != nil && !o.Err.IsGatewayError {
-		m.upstream.WithLabelValues(o.Provider, status).Inc()
+		m.upstream.WithLabelValues(provider, status).Inc()
 	}
 	if o.Retries > 0 {
-		m.retries.WithLabelValues(o.Provider).Add(float64(o.Retries))
+		m.retries.WithLabelValues(provider).Add(float64(o.Retries))
 	}
 	if o.IsFallback {
-		m.fallbacks.WithLabelValues(o.Provider).Inc()
+		m.fallbacks.WithLabelValues(provider).Inc()
 	}
 }
 
