@@ -490,5 +490,6 @@ func (l *Logger) commit(recs []encoded) error {
 // and a madvise per file).
 func StoreOptions(dir string, log *slog.Logger) badgerstore.Options {
 	return badgerstore.Options{Dir: dir, SyncWrites: false, Logger: log, MemTableSize: storeMemTable, NumMemtables: 2,
-		BaseTableSize: 1 << 20, TableSizeMultiplier: 1, ValueThreshold: storeValueThreshold, ReleaseMappedEvery: 250 * time.Millisecond}
+		BaseTableSize: 1 << 20, TableSizeMultiplier: 1, ValueThreshold: storeValueThreshold, ReleaseMappedEvery: 250 * time.Millisecond,
+		NoConflictDetection: true}
 }

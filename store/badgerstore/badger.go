@@ -64,6 +64,12 @@ type Options struct {
 	// of a write-heavy store grows with every byte written until the
 	// machine runs short of memory. The request logs set it.
 	ReleaseMappedEvery time.Duration
+	// NoConflictDetection turns off Badger's tracking of the keys each
+	// transaction read and wrote, which exists to fail a commit that raced
+	// another on the same keys. A store with one writer that never reads
+	// before it writes (the request logs) has nothing to detect, and the
+	// tracking costs a map per transaction and a list of recent commits.
+	NoConflictDetection bool
 }
 
 // DB is a store.Store backed by Badger.
@@ -115,6 +121,9 @@ func Open(opts Options) (*DB, error) {
 	}
 	if opts.NumMemtables > 0 {
 		bo = bo.WithNumMemtables(opts.NumMemtables)
+	}
+	if opts.NoConflictDetection {
+		bo = bo.WithDetectConflicts(false)
 	}
 	if opts.InMemory {
 		bo.Dir, bo.ValueDir = "", ""
