@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/clientip"
 	"github.com/wasmgate/gateway/host/webhooks"
 	"github.com/wasmgate/gateway/pluginsdk/jsonx"
 	"github.com/wasmgate/gateway/store"
@@ -61,7 +62,7 @@ func (s *Service) submit(c *fiber.Ctx, k Kind) error {
 	job := Job{
 		ID: newJobID(), Segment: k.Segment, RequestType: k.RequestType, Status: StateQueued,
 		CredentialHash: credentialHash(header(c)), Webhook: hook,
-		Body: body, Headers: headers, ClientIP: c.IP(), CreatedAt: s.now().UTC(),
+		Body: body, Headers: headers, ClientIP: clientip.Of(c), CreatedAt: s.now().UTC(),
 	}
 	err := s.st.Update(c.UserContext(), func(tx store.Tx) error {
 		if err := store.PutJSON(tx, nsJobs, job.ID, job); err != nil {

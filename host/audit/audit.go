@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/clientip"
 	"github.com/wasmgate/gateway/host/listing"
 	"github.com/wasmgate/gateway/store"
 )
@@ -79,7 +80,7 @@ func (l *Log) Middleware(resource string) fiber.Handler {
 		rec := Record{
 			ID: uuid.Must(uuid.NewV7()).String(), Timestamp: l.now().UTC(),
 			ActorKind: kind, UserID: id, Method: c.Method(), Route: c.Route().Path, Path: c.Path(),
-			Resource: resource, StatusCode: status, ClientIP: c.IP(), UserAgent: c.Get(fiber.HeaderUserAgent),
+			Resource: resource, StatusCode: status, ClientIP: clientip.Of(c), UserAgent: c.Get(fiber.HeaderUserAgent),
 			Action: actionOf(c.Method(), resource),
 		}
 		rec.Outcome = "success"

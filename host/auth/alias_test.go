@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -46,4 +47,31 @@ func TestThrottleKeyOwnsItsBytes(t *testing.T) {
 	send(proxy, "203.0.113.9", testgw.SetupToken, 200)
 	// The first client, on another connection, is still throttled.
 	send(other, "203.0.113.7", "wrong", 429)
+}
+
+// TestThrottleIgnoresSpoofedForwardedFor: what a client writes into
+// X-Forwarded-For itself sits left of what the trusted proxy appends, and
+// changing it must not buy a fresh quota of guesses.
+func TestThrottleIgnoresSpoofedForwardedFor(t *testing.T) {
+	g := testgw.Start(t, testgw.Options{ConfigYAML: "server:\n  trusted_proxies: [127.0.0.1]\n" +
+		"auth_config:\n  login_attempts_per_minute: 2\n"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Server.Serve(ln) }()
+	for i, want := range []int{403, 403, 429, 429} {
+		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/config", nil)
+		// The client's own invention, then the address the proxy saw.
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("6.6.6.%d, 203.0.113.7", i))
+		req.Header.Set("X-Gateway-Setup-Token", "wrong")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("attempt %d: %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/clientip"
 	"github.com/wasmgate/gateway/store"
 )
 
@@ -61,7 +62,7 @@ func (s *Service) login(c *fiber.Ctx) error {
 	if !s.AuthEnabled() {
 		return apierr.BadRequest("auth_not_enabled", "", "dashboard auth is not enabled; configure auth_config.admin_username and admin_password first")
 	}
-	client := c.IP()
+	client := clientip.Of(c)
 	if wait := s.throttle.blocked(client); wait > 0 {
 		return tooManyAttempts(wait)
 	}

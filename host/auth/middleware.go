@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/wasmgate/gateway/host/apierr"
+	"github.com/wasmgate/gateway/host/clientip"
 	"github.com/wasmgate/gateway/store"
 )
 
@@ -81,7 +82,7 @@ func (s *Service) Authenticate(c *fiber.Ctx) (*Principal, *apierr.Error) {
 	if !s.AuthEnabled() {
 		return s.setupLock(c)
 	}
-	client := c.IP()
+	client := clientip.Of(c)
 	if wait := s.throttle.blocked(client); wait > 0 {
 		return nil, tooManyAttempts(wait)
 	}
@@ -158,7 +159,7 @@ func (s *Service) setupLock(c *fiber.Ctx) (*Principal, *apierr.Error) {
 		return nil, apierr.Unauthorized("setup_token_required",
 			"dashboard auth is not enabled yet: send the setup token in the X-Gateway-Setup-Token header (see the gateway log for where it is)")
 	}
-	client := c.IP()
+	client := clientip.Of(c)
 	if wait := s.throttle.blocked(client); wait > 0 {
 		return nil, tooManyAttempts(wait)
 	}

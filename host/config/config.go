@@ -100,8 +100,9 @@ type Server struct {
 	IdleTimeout  Duration `koanf:"idle_timeout" json:"idle_timeout"`
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
 	ShutdownTimeout Duration `koanf:"shutdown_timeout" json:"shutdown_timeout"`
-	// TrustedProxies lists proxy addresses whose X-Forwarded-For is believed
-	// when identifying clients (login throttling).
+	// TrustedProxies lists proxy addresses or CIDR prefixes whose
+	// X-Forwarded-For is believed when identifying clients (login
+	// throttling, audit, async jobs; see host/clientip).
 	TrustedProxies []string `koanf:"trusted_proxies" json:"trusted_proxies"`
 }
 

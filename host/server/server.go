@@ -19,6 +19,7 @@ import (
 	"github.com/wasmgate/gateway/host/asyncjobs"
 	"github.com/wasmgate/gateway/host/audit"
 	"github.com/wasmgate/gateway/host/auth"
+	"github.com/wasmgate/gateway/host/clientip"
 	"github.com/wasmgate/gateway/host/config"
 	"github.com/wasmgate/gateway/host/governance"
 	"github.com/wasmgate/gateway/host/inference"
@@ -202,6 +203,16 @@ func (s *Server) provision(ctx context.Context) error {
 	// asyncjobs.ContextMiddleware lets an async job's in-process request
 	// carry the job's context (cancellation) into the inference pipeline.
 	s.app.Use(recoverer(log), asyncjobs.ContextMiddleware, s.metrics.Middleware())
+	if len(cfg.Server.TrustedProxies) > 0 {
+		// Who a request came from, for the login throttle, audit records
+		// and async jobs: the right-most X-Forwarded-For address that is
+		// not a trusted proxy (see clientip).
+		r, err := clientip.New(cfg.Server.TrustedProxies)
+		if err != nil {
+			return fmt.Errorf("server.trusted_proxies: %w", err)
+		}
+		s.app.Use(r.Middleware())
+	}
 	if err := s.mount(ctx); err != nil {
 		return err
 	}
