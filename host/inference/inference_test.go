@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -420,6 +421,33 @@ func TestProviderURLsNeverPointAtMetadata(t *testing.T) {
 		"vllm_key_config": map[string]any{"url": "http://169.254.169.254/", "model_name": "m"}})
 	if r.Status != 400 || !strings.Contains(string(r.Body), "cloud-metadata") {
 		t.Fatalf("key url: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestUpstreamErrorsNeverQuoteTheKey: an upstream that echoes the key it
+// rejected must not hand it to the gateway's caller, in the message or in
+// raw_response, on either upstream client.
+func TestUpstreamErrorsNeverQuoteTheKey(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error","header":%q}}`,
+			key, r.Header.Get("Authorization"))
+	}))
+	defer up.Close()
+	g, _, _, _ := gateway(t, true)
+	g.Expect(201, "POST", "/api/providers", map[string]any{"name": "mistral", "network_config": map[string]any{"base_url": up.URL + "/v1"}})
+	g.Expect(201, "POST", "/api/providers/mistral/keys", map[string]any{"name": "live", "value": key})
+	for _, client := range []string{"auto", "net_http"} {
+		g.Expect(200, "PUT", "/api/providers/mistral", map[string]any{"name": "mistral",
+			"network_config": map[string]any{"base_url": up.URL + "/v1", "http_client": client}})
+		for _, stream := range []bool{false, true} {
+			r := g.Do("POST", "/v1/chat/completions", chat("mistral/small", stream, ""))
+			if r.Status != 401 || strings.Contains(string(r.Body), key) || !strings.Contains(string(r.Body), "[redacted]") {
+				t.Fatalf("%s, stream=%t: %d %s", client, stream, r.Status, r.Body)
+			}
+		}
 	}
 }
 

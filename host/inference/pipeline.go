@@ -391,7 +391,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 			}
 		}
 		if fresp.StatusCode() >= 300 {
-			return nil, s.upstreamFailure(ctx, tgt, key, res)
+			return nil, s.upstreamFailure(ctx, tgt, key, res, cred.key.Secret())
 		}
 		if spec.Stream {
 			if aerr := s.openStream(ctx, res); aerr != nil {
@@ -440,7 +440,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		res.state = []byte(spec.Context)
 	}
 	if resp.StatusCode >= 300 {
-		return nil, s.upstreamFailure(ctx, tgt, key, res)
+		return nil, s.upstreamFailure(ctx, tgt, key, res, cred.key.Secret())
 	}
 	if cl.p.stream && spec.Stream {
 		timer.Stop() // the stream is open; from here the client's pace rules
@@ -526,6 +526,17 @@ func buildHTTPRequest(ctx context.Context, spec *UpstreamRequest, baseURL string
 	return req, nil
 }
 
+// redactSecret masks the key's secret wherever an upstream's answer quotes
+// it (some servers echo the key they rejected, whole): the answer goes to
+// the gateway's caller, who may hold a virtual key but must never see the
+// provider's. Secrets too short to be told from ordinary text are left.
+func redactSecret(body []byte, secret string) []byte {
+	if len(secret) < 8 || !bytes.Contains(body, []byte(secret)) {
+		return body
+	}
+	return bytes.ReplaceAll(body, []byte(secret), []byte("[redacted]"))
+}
+
 // openAIWireType reports whether a request type exists on the OpenAI wire,
 // so a passthrough adapter's provider serves it byte for byte.
 func openAIWireType(t string) bool {
@@ -534,11 +545,12 @@ func openAIWireType(t string) bool {
 
 // upstreamFailure turns a non-2xx upstream answer into the attempt's error:
 // the provider's status and message, Retry-After, and key health.
-func (s *Service) upstreamFailure(ctx context.Context, tgt routing.Target, key *routing.Key, res *attemptResult) *attemptError {
+func (s *Service) upstreamFailure(ctx context.Context, tgt routing.Target, key *routing.Key, res *attemptResult, secret string) *attemptError {
 	status := res.status()
 	{
 		defer res.close()
 		body, _ := res.readBody(1 << 20)
+		body = redactSecret(body, secret)
 		e := apierr.New(status, apierr.TypeUpstream, "upstream_error",
 			fmt.Sprintf("provider %q answered %d: %s", tgt.Provider, status, upstreamMessage(status, body)))
 		e.IsGatewayError = false
