@@ -430,6 +430,19 @@ func TestProviderURLsNeverPointAtMetadata(t *testing.T) {
 func TestUpstreamErrorsNeverQuoteTheKey(t *testing.T) {
 	const key = "sk-live-0123456789abcdef"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		errEvent := fmt.Sprintf(`data: {"error":{"message":"Incorrect API key provided: %s","code":401}}`+"\n\n", key)
+		switch {
+		case bytes.Contains(body, []byte(`"stream-early"`)):
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, errEvent)
+			return
+		case bytes.Contains(body, []byte(`"stream-mid"`)):
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`+"\n\n")
+			io.WriteString(w, errEvent)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error","header":%q}}`,
@@ -446,6 +459,14 @@ func TestUpstreamErrorsNeverQuoteTheKey(t *testing.T) {
 			r := g.Do("POST", "/v1/chat/completions", chat("mistral/small", stream, ""))
 			if r.Status != 401 || strings.Contains(string(r.Body), key) || !strings.Contains(string(r.Body), "[redacted]") {
 				t.Fatalf("%s, stream=%t: %d %s", client, stream, r.Status, r.Body)
+			}
+		}
+		// An error event in a 200 stream: before any content it fails the
+		// request; after, it is passed on to the client.
+		for _, model := range []string{"mistral/stream-early", "mistral/stream-mid"} {
+			r := g.Do("POST", "/v1/chat/completions", chat(model, true, ""))
+			if strings.Contains(string(r.Body), key) || !strings.Contains(string(r.Body), "[redacted]") {
+				t.Fatalf("%s, %s: %d %s", client, model, r.Status, r.Body)
 			}
 		}
 	}

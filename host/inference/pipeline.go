@@ -64,7 +64,9 @@ type attemptResult struct {
 	target      routing.Target
 	resolved    string
 	keyID       string
-	framing     string
+	// secret is the key's, masked wherever the upstream's answer quotes it.
+	secret  string
+	framing string
 	// context is the adapter's UpstreamRequest.Context, handed back to
 	// adapt_response and as the first stream state.
 	context string
@@ -382,7 +384,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 			return nil, aerr
 		}
 		res := &attemptResult{fresp: fresp, cancel: func() {}, release: release, adapter: adapter, passthrough: passthrough,
-			target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, reqType: effType, conv: conv}
+			target: tgt, resolved: resolved, keyID: key.ID, secret: cred.key.Secret(), framing: spec.Framing, reqType: effType, conv: conv}
 		res.fbody = newFastBody(fresp)
 		if len(spec.Context) <= pluginsdk.MaxAdapterContext {
 			res.context = spec.Context
@@ -391,7 +393,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 			}
 		}
 		if fresp.StatusCode() >= 300 {
-			return nil, s.upstreamFailure(ctx, tgt, key, res, cred.key.Secret())
+			return nil, s.upstreamFailure(ctx, tgt, key, res)
 		}
 		if spec.Stream {
 			if aerr := s.openStream(ctx, res); aerr != nil {
@@ -434,13 +436,13 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		return nil, &attemptError{retryable: true, err: apierr.New(code, apierr.TypeUpstream, "upstream_unreachable", msg)}
 	}
 	res := &attemptResult{resp: resp, cancel: func() { timer.Stop(); cancel() }, release: release, adapter: adapter, passthrough: passthrough,
-		target: tgt, resolved: resolved, keyID: key.ID, framing: spec.Framing, conv: conv, reqType: effType}
+		target: tgt, resolved: resolved, keyID: key.ID, secret: cred.key.Secret(), framing: spec.Framing, conv: conv, reqType: effType}
 	if len(spec.Context) <= pluginsdk.MaxAdapterContext {
 		res.context = spec.Context
 		res.state = []byte(spec.Context)
 	}
 	if resp.StatusCode >= 300 {
-		return nil, s.upstreamFailure(ctx, tgt, key, res, cred.key.Secret())
+		return nil, s.upstreamFailure(ctx, tgt, key, res)
 	}
 	if cl.p.stream && spec.Stream {
 		timer.Stop() // the stream is open; from here the client's pace rules
@@ -537,6 +539,9 @@ func redactSecret(body []byte, secret string) []byte {
 	return bytes.ReplaceAll(body, []byte(secret), []byte("[redacted]"))
 }
 
+// redact masks the key's secret in upstream bytes shown to the caller.
+func (r *attemptResult) redact(b []byte) []byte { return redactSecret(b, r.secret) }
+
 // openAIWireType reports whether a request type exists on the OpenAI wire,
 // so a passthrough adapter's provider serves it byte for byte.
 func openAIWireType(t string) bool {
@@ -545,12 +550,12 @@ func openAIWireType(t string) bool {
 
 // upstreamFailure turns a non-2xx upstream answer into the attempt's error:
 // the provider's status and message, Retry-After, and key health.
-func (s *Service) upstreamFailure(ctx context.Context, tgt routing.Target, key *routing.Key, res *attemptResult, secret string) *attemptError {
+func (s *Service) upstreamFailure(ctx context.Context, tgt routing.Target, key *routing.Key, res *attemptResult) *attemptError {
 	status := res.status()
 	{
 		defer res.close()
 		body, _ := res.readBody(1 << 20)
-		body = redactSecret(body, secret)
+		body = res.redact(body)
 		e := apierr.New(status, apierr.TypeUpstream, "upstream_error",
 			fmt.Sprintf("provider %q answered %d: %s", tgt.Provider, status, upstreamMessage(status, body)))
 		e.IsGatewayError = false

@@ -187,12 +187,19 @@ func malformedStream(res *attemptResult) *apierr.Error {
 		fmt.Sprintf("provider %q sent a stream event that is not JSON", res.target.Provider))
 }
 
+// errorEvent reports an error event of an SSE stream: named "error"
+// (Anthropic, drop-ins) or an OpenAI-wire {"error": ...} payload.
+func errorEvent(ev UpstreamEvent) bool {
+	return ev.Event == "error" || bytes.HasPrefix(bytes.TrimSpace(ev.Data), []byte(`{"error"`))
+}
+
 // openAIStreamError recognises the error event OpenAI-wire servers send
 // inside a 200 stream.
 func openAIStreamError(res *attemptResult, ev UpstreamEvent) *attemptError {
-	if ev.Event != "error" && !bytes.HasPrefix(bytes.TrimSpace(ev.Data), []byte(`{"error"`)) {
+	if !errorEvent(ev) {
 		return nil
 	}
+	ev.Data = res.redact(ev.Data)
 	status := http.StatusBadGateway
 	if s, e, ok := jsonx.Field(ev.Data, "error"); ok {
 		if code, ok := jsonx.IntField(ev.Data[s:e], "code"); ok && code >= 400 && code < 600 {
@@ -210,7 +217,7 @@ func streamAdaptError(res *attemptResult, err error) *attemptError {
 	if errors.As(err, &pe) && !pe.Failure() {
 		// The adapter mapped an upstream error event (overloaded, throttled).
 		e := apierr.New(pe.HTTPStatus(), apierr.TypeUpstream, "upstream_stream_error",
-			fmt.Sprintf("provider %q reported an error in the stream: %s", res.target.Provider, pe.Message))
+			fmt.Sprintf("provider %q reported an error in the stream: %s", res.target.Provider, res.redact([]byte(pe.Message))))
 		e.IsGatewayError = false
 		return &attemptError{retryable: true, err: e}
 	}
@@ -611,6 +618,8 @@ func (em *streamEmitter) step(streamErr **apierr.Error, sawDone *bool) bool {
 			} else if malformedEvent(ev) {
 				*streamErr = malformedStream(res)
 				break
+			} else if errorEvent(ev) {
+				ev.Data = res.redact(ev.Data)
 			}
 			em.write(sseLine(ev))
 		}
@@ -622,6 +631,9 @@ func (em *streamEmitter) step(streamErr **apierr.Error, sawDone *bool) bool {
 		}
 		if em.nativePass {
 			for _, ev := range batch {
+				if errorEvent(ev) {
+					ev.Data = res.redact(ev.Data)
+				}
 				em.write(em.passLine(ev))
 			}
 		}
