@@ -201,3 +201,34 @@ func TestAdminPasswordChangeSurvivesRestart(t *testing.T) {
 		t.Fatalf("file password after change: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestAuthConfigNeedsEverything: changing the local admin's credentials is
+// becoming the local admin (who bypasses every check), so Settings:Update
+// alone must not allow it; a credential holding "*" may.
+func TestAuthConfigNeedsEverything(t *testing.T) {
+	g := authedGateway(t)
+	adm := basic("admin", "correct horse")
+	mint := func(scopes ...string) func(*http.Request) {
+		r := g.Do("POST", "/api/auth/api-keys", map[string]any{"name": "k", "scopes": scopes}, adm)
+		if r.Status != 201 {
+			t.Fatalf("create key %v: %d %s", scopes, r.Status, r.Body)
+		}
+		return bearer(r.JSON(t)["key"].(string))
+	}
+	settings := mint("Settings:*")
+	if r := g.Do("GET", "/api/config/auth", nil, settings); r.Status != 200 {
+		t.Fatalf("read auth config: %d %s", r.Status, r.Body)
+	}
+	for _, body := range []string{`{"admin_password":"taken-over-1"}`, `{"admin_username":"mallory"}`, `{"enabled":false}`} {
+		testgw.WantEnvelope(t, g.Do("PUT", "/api/config/auth", body, settings), 403, "privilege_escalation")
+	}
+	if r := g.Do("GET", "/api/config", nil, adm); r.Status != 200 {
+		t.Fatalf("admin credentials changed by a Settings key: %d %s", r.Status, r.Body)
+	}
+	if r := g.Do("PUT", "/api/config/auth", `{"admin_password":"second-password"}`, mint("*")); r.Status != 200 {
+		t.Fatalf("\"*\" key: %d %s", r.Status, r.Body)
+	}
+	if r := g.Do("GET", "/api/config", nil, basic("admin", "second-password")); r.Status != 200 {
+		t.Fatalf("new password: %d %s", r.Status, r.Body)
+	}
+}

@@ -173,6 +173,14 @@ func (s *Service) putAuthConfig(c *fiber.Ctx) error {
 	if e := apierr.DecodeJSON(c.Body(), &req); e != nil {
 		return e
 	}
+	// Setting the local admin's username or password is becoming the local
+	// admin, who bypasses every permission check, and switching auth off
+	// puts every route under the setup lock: only a caller that already
+	// holds everything may do either (Settings:Update alone must not).
+	if p := FromCtx(c); p != nil && !p.Bypass && !scopeWithin(p.Scopes, "*") {
+		return apierr.Forbidden("privilege_escalation",
+			"changing the local admin account or dashboard auth needs permission \"*\", which this credential does not hold")
+	}
 	cur := *s.admin.Load()
 	next := cur
 	next.UpdatedAt = time.Now().UTC()

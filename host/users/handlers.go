@@ -79,19 +79,32 @@ func (s *Service) checkGrant(c *fiber.Ctx, what string, grants []string) *apierr
 	return nil
 }
 
-// checkUserGrant refuses changes to a user whose role grants more than the caller holds.
+// checkUserGrant refuses changes to a user who holds more than the caller:
+// their role's permissions plus what their live access profiles grant, the
+// same set a session of theirs gets.
 func (s *Service) checkUserGrant(c *fiber.Ctx, tx store.Tx, rec userRecord) *apierr.Error {
 	if _, bypass := callerScopes(c); bypass {
 		return nil
 	}
+	var grants []string
+	roleName := ""
 	role, err := s.getRole(tx, rec.RoleID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return apierr.Internal(err)
+	default:
+		grants, roleName = append(grants, role.Permissions...), role.Name
 	}
+	profiles, err := s.userProfiles(tx, rec.ID)
 	if err != nil {
 		return apierr.Internal(err)
 	}
-	return s.checkGrant(c, fmt.Sprintf("changing user %q (role %q)", rec.Email, role.Name), role.Permissions)
+	now := s.now()
+	for _, p := range profiles {
+		grants = append(grants, s.profileGrants(tx, p, now)...)
+	}
+	return s.checkGrant(c, fmt.Sprintf("changing user %q (role %q and access profiles)", rec.Email, roleName), grants)
 }
 
 func pathID(c *fiber.Ctx, name string) (int64, *apierr.Error) {

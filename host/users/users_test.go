@@ -535,3 +535,26 @@ func TestConcurrentSameEmail(t *testing.T) {
 		t.Fatalf("users with the address: %v", m["total_count"])
 	}
 }
+
+// TestNoTakeoverOfProfileGrants: what a user's access profiles grant counts
+// like their role, so a caller cannot set the password of (and so become) a
+// peer whose profile grants more than the caller holds.
+func TestNoTakeoverOfProfileGrants(t *testing.T) {
+	g := authed(t)
+	role := create(t, g, "/api/roles", map[string]any{"name": "user-manager",
+		"permissions": []string{"Users:*", "Providers:View"}})
+	create(t, g, "/api/users", map[string]any{"name": "m", "email": "m@example.com", "password": "manager-password", "role_id": role["id"]})
+	boss := create(t, g, "/api/users", map[string]any{"name": "boss", "email": "boss@example.com", "role_id": role["id"]})
+	create(t, g, "/api/governance/access-profiles", map[string]any{"name": "break glass", "user_id": boss["id"], "permissions": []string{"*"}})
+	peer := create(t, g, "/api/users", map[string]any{"name": "peer", "email": "peer@example.com", "role_id": role["id"]})
+	tok := bearer(login(t, g, "m@example.com", "manager-password"))
+	as := func(method, path string, body any) *testgw.Response {
+		return g.Do(method, path, body, func(r *http.Request) { r.Header.Del("Authorization") }, tok)
+	}
+	testgw.WantEnvelope(t, as("PUT", fmt.Sprint("/api/users/", boss["id"]), map[string]any{"password": "taken-over!"}), 403, "privilege_escalation")
+	testgw.WantEnvelope(t, as("DELETE", fmt.Sprint("/api/users/", boss["id"]), nil), 403, "privilege_escalation")
+	// A peer without such a profile is within the manager's permissions.
+	if r := as("PUT", fmt.Sprint("/api/users/", peer["id"]), map[string]any{"name": "peer 2"}); r.Status != 200 {
+		t.Fatalf("change peer: %d %s", r.Status, r.Body)
+	}
+}
