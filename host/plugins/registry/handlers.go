@@ -163,6 +163,21 @@ func (s *Service) handleGet(c *fiber.Ctx) error {
 	return c.JSON(s.view(r, internal))
 }
 
+// processPerm is the extra permission needed to install a process plugin
+// or point one at another binary: it runs native code on the gateway host
+// with the gateway's rights, a governance-level power that Plugins:Create
+// alone (held by the developer role) must not grant. Stdio MCP clients
+// need the same.
+var processPerm = auth.Perm("Settings", "Update")
+
+func requireProcessPerm(c *fiber.Ctx) *apierr.Error {
+	if p := auth.FromCtx(c); p != nil && (p.Bypass || auth.Allows(p.Scopes, processPerm)) {
+		return nil
+	}
+	return apierr.Forbidden("missing_permission",
+		"process plugins run a native binary on the gateway host: this credential lacks permission "+processPerm.String())
+}
+
 // handleInstall answers POST /api/plugins: install by path or first-party name.
 func (s *Service) handleInstall(c *fiber.Ctx) error {
 	var in Input
@@ -172,6 +187,11 @@ func (s *Service) handleInstall(c *fiber.Ctx) error {
 	r, e := s.normalize(in)
 	if e != nil {
 		return e
+	}
+	if r.Runtime == plugins.RuntimeProcess {
+		if e := requireProcessPerm(c); e != nil {
+			return e
+		}
 	}
 	path, _ := s.resolve(r.Runtime, r.Source)
 	if e := checkFile(path, r.SHA256); e != nil {
@@ -224,6 +244,11 @@ func (s *Service) handleUpdate(c *fiber.Ctx) error {
 	next, e := s.normalize(in)
 	if e != nil {
 		return e
+	}
+	if next.Runtime == plugins.RuntimeProcess && (cur.Runtime != plugins.RuntimeProcess || next.Source != cur.Source) {
+		if e := requireProcessPerm(c); e != nil {
+			return e
+		}
 	}
 	_, e = s.change(c.UserContext(), name, func(r *Record) *apierr.Error {
 		if next.Source != r.Source || next.SHA256 != r.SHA256 || next.Runtime != r.Runtime {

@@ -545,6 +545,35 @@ func TestBadInputEnvelopes(t *testing.T) {
 	}
 }
 
+// TestProcessPluginNeedsSettingsUpdate: Plugins:Create alone (the
+// developer role's) cannot run a native binary on the gateway host, by
+// install or by pointing a plugin at another binary; wasm installs and a
+// process plugin's config stay within Plugins:*.
+func TestProcessPluginNeedsSettingsUpdate(t *testing.T) {
+	g := start(t, pluginsDir(t), "")
+	g.Expect(200, "PUT", "/api/config/auth", map[string]any{"enabled": true, "admin_username": "admin", "admin_password": "admin-password-123"})
+	g.Auth = func(r *http.Request) { r.SetBasicAuth("admin", "admin-password-123") }
+	key := func(scopes ...string) func(*http.Request) {
+		r := g.Expect(201, "POST", "/api/auth/api-keys", map[string]any{"name": strings.Join(scopes, ","), "scopes": scopes}).Map(t)
+		tok := r["key"].(string)
+		return func(req *http.Request) { req.Header.Set("Authorization", "Bearer "+tok) }
+	}
+	pluginsOnly, withSettings := key("Plugins:*"), key("Plugins:*", "Settings:Update")
+	proc := map[string]any{"name": "proc", "runtime": "process", "source": mod.faultyBin, "sha256": fileSum(t, mod.faultyBin)}
+	testgw.WantEnvelope(t, g.Do("POST", "/api/plugins", proc, pluginsOnly), 403, "missing_permission")
+	if r := g.Do("POST", "/api/plugins", proc, withSettings); r.Status != 201 {
+		t.Fatalf("with Settings:Update: %d %s", r.Status, r.Body)
+	}
+	if r := g.Do("PUT", "/api/plugins/proc/config", map[string]any{"tag": "q"}, pluginsOnly); r.Status != 200 {
+		t.Fatalf("config of a process plugin: %d %s", r.Status, r.Body)
+	}
+	// A wasm plugin turned into a process one is the same power.
+	if r := g.Do("POST", "/api/plugins", map[string]any{"name": "pii", "source": mod.pii}, pluginsOnly); r.Status != 201 {
+		t.Fatalf("wasm install: %d %s", r.Status, r.Body)
+	}
+	testgw.WantEnvelope(t, g.Do("PUT", "/api/plugins/pii", map[string]any{"runtime": "process", "source": mod.faultyBin}, pluginsOnly), 403, "missing_permission")
+}
+
 func TestProcessPlugin(t *testing.T) {
 	g := start(t, pluginsDir(t), "")
 	var v view
