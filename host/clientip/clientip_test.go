@@ -1,14 +1,12 @@
 package clientip
 
 import (
-	"bufio"
-	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/wasmgate/gateway/host/internal/keepalive"
 )
 
 func TestResolve(t *testing.T) {
@@ -54,26 +52,9 @@ func TestMiddleware(t *testing.T) {
 	app.Use(r.Middleware())
 	var seen []string
 	app.Get("/", func(c *fiber.Ctx) error { seen = append(seen, Of(c)); return c.SendStatus(204) })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go app.Listener(ln)
-	defer app.Shutdown()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	rd := bufio.NewReader(conn)
-	for _, xff := range []string{"9.9.9.9, 198.51.100.4", "2001:db8::77"} {
-		fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: %s\r\n\r\n", xff)
-		resp, err := http.ReadResponse(rd, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
+	keepalive.Send(t, app,
+		"GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 9.9.9.9, 198.51.100.4\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 2001:db8::77\r\n\r\n")
 	if len(seen) != 2 || seen[0] != "198.51.100.4" || seen[1] != "2001:db8::77" {
 		t.Fatalf("clients seen: %q", seen)
 	}

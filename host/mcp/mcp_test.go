@@ -308,15 +308,8 @@ func TestOAuthCredentialRotation(t *testing.T) {
 // the gateway host.
 func TestStdioNeedsSettingsUpdate(t *testing.T) {
 	g := testgw.New(t)
-	// API keys are checked once dashboard auth is on.
-	g.Expect(200, "PUT", "/api/config/auth", map[string]any{"enabled": true, "admin_username": "admin", "admin_password": "admin-password-123"})
-	g.Auth = func(r *http.Request) { r.SetBasicAuth("admin", "admin-password-123") }
-	key := func(scopes ...string) func(*http.Request) {
-		r := g.Expect(201, "POST", "/api/auth/api-keys", map[string]any{"name": strings.Join(scopes, ","), "scopes": scopes}).Map(t)
-		tok := r["key"].(string)
-		return func(req *http.Request) { req.Header.Set("Authorization", "Bearer "+tok) }
-	}
-	mcpOnly, withSettings := key("MCP:*"), key("MCP:*", "Settings:Update")
+	g.EnableAuth()
+	mcpOnly, withSettings := g.APIKey("MCP:*"), g.APIKey("MCP:*", "Settings:Update")
 	testgw.WantEnvelope(t, g.Do("POST", "/api/mcp/client", stdioClient("s1", nil), mcpOnly), 403, "missing_permission")
 	if r := g.Do("POST", "/api/mcp/client", stdioClient("s2", nil), withSettings); r.Status != 201 {
 		t.Fatalf("with Settings:Update: %d %s", r.Status, r.Body)

@@ -1,15 +1,14 @@
 package metrics
 
 import (
-	"bufio"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wasmgate/gateway/host/internal/keepalive"
 )
 
 // TestMiddlewareLabels sends requests over one keep-alive connection, so
@@ -21,27 +20,11 @@ func TestMiddlewareLabels(t *testing.T) {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, RequestMethods: append(fiber.DefaultMethods, "PURGE")})
 	app.Use(m.Middleware())
 	app.All("/items/:id", func(c *fiber.Ctx) error { return c.SendStatus(204) })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go app.Listener(ln)
-	defer app.Shutdown()
-
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	rd := bufio.NewReader(conn)
+	var reqs []string
 	for _, method := range []string{"GET", "PURGE", "POST", "GET", "DELETE"} {
-		fmt.Fprintf(conn, "%s /items/%d HTTP/1.1\r\nHost: x\r\n\r\n", method, len(method))
-		resp, err := http.ReadResponse(rd, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		reqs = append(reqs, fmt.Sprintf("%s /items/%d HTTP/1.1\r\nHost: x\r\n\r\n", method, len(method)))
 	}
+	keepalive.Send(t, app, reqs...)
 	want := `
 # HELP wasmgate_http_requests_total HTTP requests served, by route template, method and status.
 # TYPE wasmgate_http_requests_total counter

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wasmgate/gateway/host/auth"
@@ -206,6 +207,33 @@ func (g *Gateway) Expect(want int, method, path string, body any) *Response {
 		g.T.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.Status, want, r.Body)
 	}
 	return r
+}
+
+// AdminUser and AdminPassword are the admin account EnableAuth creates.
+const (
+	AdminUser     = "admin"
+	AdminPassword = "admin-password-123"
+)
+
+// EnableAuth turns dashboard auth on with the AdminUser account and makes
+// its Basic credentials the default for g's requests: management API keys
+// and roles are only checked once auth is on.
+func (g *Gateway) EnableAuth() {
+	g.T.Helper()
+	g.Expect(200, "PUT", "/api/config/auth", map[string]any{"enabled": true, "admin_username": AdminUser, "admin_password": AdminPassword})
+	g.Auth = func(r *http.Request) { r.SetBasicAuth(AdminUser, AdminPassword) }
+}
+
+// APIKey creates a management API key holding scopes (with g's current
+// credentials) and returns the request option that presents it.
+func (g *Gateway) APIKey(scopes ...string) func(*http.Request) {
+	g.T.Helper()
+	r := g.Expect(201, "POST", "/api/auth/api-keys", map[string]any{"name": strings.Join(scopes, ","), "scopes": scopes}).Map(g.T)
+	tok, _ := r["key"].(string)
+	if tok == "" {
+		g.T.Fatalf("api key answer without a key: %v", r)
+	}
+	return func(req *http.Request) { req.Header.Set("Authorization", "Bearer "+tok) }
 }
 
 // WantEnvelope asserts r is an error envelope with the status (and code when given).

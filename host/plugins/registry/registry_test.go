@@ -551,14 +551,8 @@ func TestBadInputEnvelopes(t *testing.T) {
 // process plugin's config stay within Plugins:*.
 func TestProcessPluginNeedsSettingsUpdate(t *testing.T) {
 	g := start(t, pluginsDir(t), "")
-	g.Expect(200, "PUT", "/api/config/auth", map[string]any{"enabled": true, "admin_username": "admin", "admin_password": "admin-password-123"})
-	g.Auth = func(r *http.Request) { r.SetBasicAuth("admin", "admin-password-123") }
-	key := func(scopes ...string) func(*http.Request) {
-		r := g.Expect(201, "POST", "/api/auth/api-keys", map[string]any{"name": strings.Join(scopes, ","), "scopes": scopes}).Map(t)
-		tok := r["key"].(string)
-		return func(req *http.Request) { req.Header.Set("Authorization", "Bearer "+tok) }
-	}
-	pluginsOnly, withSettings := key("Plugins:*"), key("Plugins:*", "Settings:Update")
+	g.EnableAuth()
+	pluginsOnly, withSettings := g.APIKey("Plugins:*"), g.APIKey("Plugins:*", "Settings:Update")
 	proc := map[string]any{"name": "proc", "runtime": "process", "source": mod.faultyBin, "sha256": fileSum(t, mod.faultyBin)}
 	testgw.WantEnvelope(t, g.Do("POST", "/api/plugins", proc, pluginsOnly), 403, "missing_permission")
 	if r := g.Do("POST", "/api/plugins", proc, withSettings); r.Status != 201 {
