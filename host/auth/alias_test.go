@@ -15,14 +15,7 @@ import (
 // request buffer. The next request on that connection (another client,
 // same header length) must not rewrite the throttled client's entry.
 func TestThrottleKeyOwnsItsBytes(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{ConfigYAML: "server:\n  trusted_proxies: [127.0.0.1]\n" +
-		"auth_config:\n  login_attempts_per_minute: 2\n"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Server.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
+	base := behindProxy(t)
 	proxy := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
 	t.Cleanup(proxy.CloseIdleConnections)
 	other := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -53,15 +46,9 @@ func TestThrottleKeyOwnsItsBytes(t *testing.T) {
 // X-Forwarded-For itself sits left of what the trusted proxy appends, and
 // changing it must not buy a fresh quota of guesses.
 func TestThrottleIgnoresSpoofedForwardedFor(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{ConfigYAML: "server:\n  trusted_proxies: [127.0.0.1]\n" +
-		"auth_config:\n  login_attempts_per_minute: 2\n"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Server.Serve(ln) }()
+	base := behindProxy(t)
 	for i, want := range []int{403, 403, 429, 429} {
-		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/config", nil)
+		req, _ := http.NewRequest("GET", base+"/api/config", nil)
 		// The client's own invention, then the address the proxy saw.
 		req.Header.Set("X-Forwarded-For", fmt.Sprintf("6.6.6.%d, 203.0.113.7", i))
 		req.Header.Set("X-Gateway-Setup-Token", "wrong")
@@ -74,4 +61,17 @@ func TestThrottleIgnoresSpoofedForwardedFor(t *testing.T) {
 			t.Fatalf("attempt %d: %d, want %d", i+1, resp.StatusCode, want)
 		}
 	}
+}
+
+// behindProxy serves a gateway that trusts the loopback proxy and allows
+// two failed logins a minute, and returns its base URL.
+func behindProxy(t *testing.T) string {
+	g := testgw.Start(t, testgw.Options{ConfigYAML: "server:\n  trusted_proxies: [127.0.0.1]\n" +
+		"auth_config:\n  login_attempts_per_minute: 2\n"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Server.Serve(ln) }()
+	return "http://" + ln.Addr().String()
 }
