@@ -57,18 +57,9 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 // embedded in NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses, because
 // a dial to those forms reaches the embedded IPv4 host.
 func Blocked(ip netip.Addr) bool {
-	ip = ip.Unmap().WithZone("")
+	ip = reached(ip)
 	if !ip.IsValid() {
 		return true
-	}
-	if ip.Is6() {
-		b := ip.As16()
-		switch {
-		case nat64Prefix.Contains(ip):
-			return Blocked(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
-		case sixToFourPrefix.Contains(ip):
-			return Blocked(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
-		}
 	}
 	if ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() ||
 		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() {
@@ -96,15 +87,37 @@ func (e *BlockedAddressError) Error() string {
 // dialled, so a host name that resolves (or re-resolves) to a private
 // address cannot slip past a check made earlier.
 func Control(_ string, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return &BlockedAddressError{Addr: address}
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || Blocked(ip) {
+	if host, ok := dialled(address, Blocked); !ok {
 		return &BlockedAddressError{Addr: host}
 	}
 	return nil
+}
+
+// dialled judges the address about to be dialled ("host:port", host an IP
+// once resolved): it returns the host and whether refuse let it pass.
+func dialled(address string, refuse func(netip.Addr) bool) (string, bool) {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return address, false
+	}
+	ip, err := netip.ParseAddr(host)
+	return host, err == nil && !refuse(ip)
+}
+
+// reached is the address a dial to ip reaches: IPv4-mapped, NAT64
+// (64:ff9b::/96) and 6to4 (2002::/16) addresses carry an IPv4 one.
+func reached(ip netip.Addr) netip.Addr {
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		b := ip.As16()
+		switch {
+		case nat64Prefix.Contains(ip):
+			return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+		case sixToFourPrefix.Contains(ip):
+			return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+		}
+	}
+	return ip
 }
 
 // metadataAddrs are cloud instance-metadata services outside link-local
@@ -122,16 +135,7 @@ var metadataAddrs = []netip.Addr{
 // lives at a link-local address, and an upstream error quoting the
 // metadata service's answer would hand its credentials to the caller.
 func Metadata(ip netip.Addr) bool {
-	ip = ip.Unmap().WithZone("")
-	if ip.Is6() {
-		b := ip.As16()
-		switch {
-		case nat64Prefix.Contains(ip):
-			ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-		case sixToFourPrefix.Contains(ip):
-			ip = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
-		}
-	}
+	ip = reached(ip)
 	if ip.IsLinkLocalUnicast() {
 		return true
 	}
@@ -156,12 +160,7 @@ func (e *MetadataAddressError) Error() string {
 // MetadataControl is a net.Dialer Control func refusing Metadata addresses;
 // like Control it judges the address about to be dialled.
 func MetadataControl(_ string, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return &MetadataAddressError{Addr: address}
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || Metadata(ip) {
+	if host, ok := dialled(address, Metadata); !ok {
 		return &MetadataAddressError{Addr: host}
 	}
 	return nil
