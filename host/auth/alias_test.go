@@ -3,7 +3,6 @@ package auth_test
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 
@@ -68,10 +67,5 @@ func TestThrottleIgnoresSpoofedForwardedFor(t *testing.T) {
 func behindProxy(t *testing.T) string {
 	g := testgw.Start(t, testgw.Options{ConfigYAML: "server:\n  trusted_proxies: [127.0.0.1]\n" +
 		"auth_config:\n  login_attempts_per_minute: 2\n"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Server.Serve(ln) }()
-	return "http://" + ln.Addr().String()
+	return g.Listen()
 }

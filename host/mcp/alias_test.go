@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -19,12 +18,7 @@ func TestToolCallLogKeepsItsRoute(t *testing.T) {
 	// A long flush interval keeps the record queued while the second
 	// request is served.
 	g := testgw.Start(t, testgw.Options{ConfigYAML: "logs:\n  flush_interval: 2s\n"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Server.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
+	base := g.Listen()
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
 	t.Cleanup(client.CloseIdleConnections)
 	send := func(path, body string, want int) {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -207,6 +208,19 @@ func (g *Gateway) Expect(want int, method, path string, body any) *Response {
 		g.T.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.Status, want, r.Body)
 	}
 	return r
+}
+
+// Listen serves g on a loopback listener, as the binary does, and returns
+// its base URL: tests of keep-alive connections and client addresses need
+// a real connection.
+func (g *Gateway) Listen() string {
+	g.T.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		g.T.Fatal(err)
+	}
+	go func() { _ = g.Server.Serve(ln) }()
+	return "http://" + ln.Addr().String()
 }
 
 // AdminUser and AdminPassword are the admin account EnableAuth creates.

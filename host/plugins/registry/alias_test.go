@@ -3,7 +3,6 @@ package registry_test
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"testing"
@@ -21,12 +20,7 @@ func TestPluginNameOwnsItsBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Server.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
+	base := g.Listen()
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
 	t.Cleanup(client.CloseIdleConnections)
 	send := func(method, path string, body []byte) {
