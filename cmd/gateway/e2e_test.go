@@ -32,7 +32,14 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "gateway")
 	pluginCache = filepath.Join(dir, "wasm-cache")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	defaults, err := runtimeDefaults()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "runtime defaults: %v\n", err)
+		os.Exit(1)
+	}
+	// Built as `make host` builds it, so the tests run the runtime settings
+	// that ship.
+	out, err := exec.Command("go", "build", "-ldflags", "-X runtime.godebugDefault="+defaults, "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build gateway: %v\n%s", err, out)
 		os.Exit(1)
