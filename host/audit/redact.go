@@ -2,28 +2,9 @@ package audit
 
 import (
 	"encoding/json"
-	"strings"
-)
 
-// sensitive reports whether a JSON member name may hold a secret. The list
-// is broad on purpose: an audit log that over-redacts loses little, one
-// that leaks a key is an incident.
-func sensitive(name string) bool {
-	n := strings.ToLower(name)
-	for _, s := range []string{"password", "secret", "token", "api_key", "apikey", "authorization",
-		"credential", "private_key", "access_key", "session", "cookie"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	switch n {
-	// env: environment of stdio MCP servers, whose variable names say
-	// nothing about whether they hold a secret.
-	case "value", "key", "headers", "extra_headers", "env":
-		return true
-	}
-	return false
-}
+	"github.com/wasmgate/gateway/host/secret"
+)
 
 // Redact returns a JSON summary of body with secret-looking members masked
 // and the result capped to max bytes. Non-JSON bodies are summarised by size.
@@ -51,7 +32,7 @@ func redactValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, val := range t {
-			if sensitive(k) {
+			if secret.SensitiveName(k) {
 				if val != nil && val != "" {
 					t[k] = "[REDACTED]"
 				}

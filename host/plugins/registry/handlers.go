@@ -68,7 +68,7 @@ type View struct {
 func (s *Service) view(r Record, internal bool) View {
 	v := View{
 		Name: r.Name, Runtime: r.Runtime, Source: r.Source, SHA256: r.SHA256, Trusted: r.Trusted,
-		Order: r.Order, Enabled: r.Enabled, Config: r.Config, Limits: r.Limits, FailOpen: r.FailOpen,
+		Order: r.Order, Enabled: r.Enabled, Config: maskConfig(r.Config, s.schemaOf(r.Name)), Limits: r.Limits, FailOpen: r.FailOpen,
 		Internal: internal, Uploaded: r.Uploaded, Hooks: []string{}, ConfigHash: r.ConfigHash,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Status: plugins.StateError,
 		Error: "plugin is not loaded",
@@ -261,6 +261,11 @@ func (s *Service) handleUpdate(c *fiber.Ctx) error {
 			r.Uploaded = false
 		}
 		next.Uploaded, next.ConfigHash, next.CreatedAt = r.Uploaded, r.ConfigHash, r.CreatedAt
+		cfg, err := keepMasked(next.Config, r.Config, s.schemaOf(name))
+		if err != nil {
+			return apierr.BadRequest("invalid_value", "config", "config is not valid JSON: "+err.Error())
+		}
+		next.Config = cfg
 		*r = next
 		return nil
 	})
@@ -286,6 +291,9 @@ func (s *Service) handleConfig(c *fiber.Ctx) error {
 		cfg, err := mergePatch(r.Config, body)
 		if err != nil {
 			return apierr.BadRequest("invalid_value", "config", "stored config cannot be patched: "+err.Error())
+		}
+		if cfg, err = keepMasked(cfg, r.Config, s.schemaOf(r.Name)); err != nil {
+			return apierr.Internal(err)
 		}
 		r.Config = cfg
 		return nil

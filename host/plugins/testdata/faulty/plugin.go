@@ -16,13 +16,22 @@ import (
 
 type faulty struct {
 	tag string
+	// signing is a write-only setting in the config schema: the registry
+	// never shows it, and "signing" answers it so tests can see what the
+	// plugin was configured with.
+	signing string
 }
+
+// configSchema marks signing (and upstream.auth) writeOnly; their names
+// do not look like secrets, so only the schema can hide them.
+const configSchema = `{"type":"object","properties":{"tag":{"type":"string"},"signing":{"type":"string","writeOnly":true},` +
+	`"upstream":{"type":"object","properties":{"auth":{"type":"string","writeOnly":true},"url":{"type":"string"}}}}}`
 
 var sink [][]byte
 var spin uint64
 
 func (f *faulty) Manifest() pluginsdk.Manifest {
-	return pluginsdk.Manifest{Name: "faulty", Version: "1.0.0", Kind: pluginsdk.KindTransform}
+	return pluginsdk.Manifest{Name: "faulty", Version: "1.0.0", Kind: pluginsdk.KindTransform, ConfigSchema: pluginsdk.RawJSON(configSchema)}
 }
 
 func (f *faulty) Configure(cfg []byte) error {
@@ -31,6 +40,10 @@ func (f *faulty) Configure(cfg []byte) error {
 	}
 	if tag, ok := jsonx.StringField(cfg, "tag"); ok {
 		f.tag = string(tag)
+	}
+	f.signing = ""
+	if s, ok := jsonx.StringField(cfg, "signing"); ok {
+		f.signing = string(s)
 	}
 	return nil
 }
@@ -60,6 +73,8 @@ func (f *faulty) PreRequest(req []byte) (pluginsdk.Output, error) {
 		return pluginsdk.Output{}, pluginsdk.Reject(403, "rejected on purpose")
 	case "respond":
 		return pluginsdk.Respond([]byte(`{"id":"short","choices":[]}`)), nil
+	case "signing":
+		return pluginsdk.Output{Status: pluginsdk.StatusOK, Body: []byte(f.signing)}, nil
 	case "env": // "env NAME" answers the guest's environment variable
 		_, name, _ := bytes.Cut(req, []byte(" "))
 		return pluginsdk.Output{Status: pluginsdk.StatusOK, Body: []byte(os.Getenv(string(name)))}, nil
