@@ -583,3 +583,26 @@ func TestLoadJobsWithWebhooks(t *testing.T) {
 		n, float64(n)/submitDur.Seconds(), float64(n)/total.Seconds(), total.Round(time.Millisecond),
 		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), dupes)
 }
+
+// TestBacklogCap: once async.max_backlog jobs are unfinished (queued or
+// running) a submit is refused with 429 and Retry-After, and accepted
+// again as soon as jobs finish.
+func TestBacklogCap(t *testing.T) {
+	g, up, _ := gateway(t, "async:\n  workers: 1\n  max_backlog: 3\n  job_timeout: 1s\n")
+	up.SetHang(fakeupstream.HangBeforeHeaders) // the one worker holds its job
+	var urls []string
+	for range 3 {
+		urls = append(urls, submit(t, g, "chat/completions", chatBody).ResultURL)
+	}
+	r := g.Do("POST", "/v1/async/chat/completions", chatBody)
+	e := testgw.WantEnvelope(t, r, 429, asyncjobs.CodeBacklogFull)
+	if r.Header.Get("Retry-After") == "" || !strings.Contains(e["error"].(map[string]any)["message"].(string), "async.max_backlog") {
+		t.Fatalf("429 without Retry-After or without naming the setting: %v %s", r.Header, r.Body)
+	}
+	up.Reset()
+	for _, u := range urls {
+		poll(t, g, u, 15*time.Second)
+	}
+	// Every accepted job ran; the room they held is free again.
+	waitFor(t, func() bool { return g.Do("POST", "/v1/async/chat/completions", chatBody).Status == 202 })
+}

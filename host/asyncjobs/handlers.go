@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
@@ -22,7 +23,18 @@ const (
 	CodeWebhookDisabled = "webhook_endpoint_disabled"
 	CodeResultExpired   = "result_expired"
 	CodeJobNotFound     = "async_job_not_found"
+	CodeBacklogFull     = "async_backlog_full"
 )
+
+// reserve takes a place in the backlog for a job about to be accepted;
+// false when async.max_backlog jobs are already unfinished.
+func (s *Service) reserve() bool {
+	if s.backlog.Add(1) > int64(s.o.MaxBacklog) {
+		s.backlog.Add(-1)
+		return false
+	}
+	return true
+}
 
 // submit accepts a job: it checks what can be checked without running it,
 // writes the job durably and answers 202 before any work starts.
@@ -64,6 +76,12 @@ func (s *Service) submit(c *fiber.Ctx, k Kind) error {
 		CredentialHash: credentialHash(header(c)), Webhook: hook,
 		Body: body, Headers: headers, ClientIP: clientip.Of(c), CreatedAt: s.now().UTC(),
 	}
+	if !s.reserve() {
+		e := apierr.New(http.StatusTooManyRequests, apierr.TypeRateLimit, CodeBacklogFull,
+			fmt.Sprintf("the gateway holds %d unfinished async jobs (async.max_backlog); retry later", s.o.MaxBacklog))
+		e.Headers = map[string]string{fiber.HeaderRetryAfter: "1"}
+		return e
+	}
 	err := s.st.Update(c.UserContext(), func(tx store.Tx) error {
 		if err := store.PutJSON(tx, nsJobs, job.ID, job); err != nil {
 			return err
@@ -71,6 +89,7 @@ func (s *Service) submit(c *fiber.Ctx, k Kind) error {
 		return tx.Put(nsPending, job.ID, nil)
 	})
 	if err != nil {
+		s.backlog.Add(-1)
 		return apierr.Internal(err)
 	}
 	// Committed (fsync'd): from here on the job survives a crash, so it may

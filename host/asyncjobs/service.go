@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -41,6 +42,7 @@ const (
 	DefaultPruneInterval = time.Minute
 	DefaultPruneGrace    = time.Minute
 	DefaultTombstoneTTL  = 24 * time.Hour
+	DefaultMaxBacklog    = 10000
 	pruneBatch           = 256
 )
 
@@ -70,6 +72,12 @@ type Options struct {
 	// TombstoneTTL is how long after result_expires_at an expired job still
 	// answers 410 instead of 404 (async.tombstone_ttl).
 	TombstoneTTL time.Duration
+	// MaxBacklog caps the jobs accepted and not yet finished, queued or
+	// running (async.max_backlog). Each holds its request body in the
+	// store until it runs, so without a cap a client submitting faster
+	// than upstreams answer would fill the disk; beyond it a submit gets
+	// 429 async_backlog_full with Retry-After.
+	MaxBacklog int
 	// CheckCaller, when set, vets the submitter's credentials before a job
 	// is accepted (governance: an unknown or disabled virtual key is
 	// refused at submit rather than failing the job later).
@@ -86,6 +94,10 @@ type Service struct {
 
 	handler fasthttp.RequestHandler
 	queue   fifo
+	// backlog counts jobs accepted and not finished: one per id pushed to
+	// the queue (submit or recovery), released when a worker is done
+	// with it.
+	backlog atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -126,6 +138,9 @@ func New(o Options) (*Service, error) {
 	if o.PruneGrace < 0 {
 		o.PruneGrace = 0
 	}
+	if o.MaxBacklog <= 0 {
+		o.MaxBacklog = DefaultMaxBacklog
+	}
 	if o.TombstoneTTL <= 0 {
 		o.TombstoneTTL = DefaultTombstoneTTL
 	}
@@ -159,6 +174,9 @@ func (s *Service) Start(handler fasthttp.RequestHandler) error {
 	if len(ids) > 0 {
 		s.log.Info("async jobs: resuming unfinished jobs after start", "count", len(ids))
 	}
+	// Recovered jobs count against the backlog even beyond the cap: they
+	// were acknowledged, so they run; new submits wait for room.
+	s.backlog.Add(int64(len(ids)))
 	s.queue.push(ids...)
 	s.started = true
 	for i := 0; i < s.o.Workers; i++ {
@@ -244,6 +262,7 @@ func (s *Service) work() {
 			return
 		}
 		s.runJob(id)
+		s.backlog.Add(-1)
 	}
 }
 

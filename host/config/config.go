@@ -183,6 +183,9 @@ type Async struct {
 	PruneGrace Duration `koanf:"prune_grace" json:"prune_grace"`
 	// TombstoneTTL is how long after expiry a job answers 410, not 404.
 	TombstoneTTL Duration `koanf:"tombstone_ttl" json:"tombstone_ttl"`
+	// MaxBacklog caps the jobs accepted and not finished (queued or
+	// running); a submit beyond it is refused with 429.
+	MaxBacklog int `koanf:"max_backlog" json:"max_backlog"`
 }
 
 // Governance configures virtual keys, budgets and rate limits.

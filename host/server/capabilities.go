@@ -143,7 +143,7 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 		Store: s.store, Webhooks: wh, Log: s.log, Now: s.now,
 		Workers: ac.Workers, ResultTTL: ac.ResultTTL.D(), JobTimeout: ac.JobTimeout.D(),
 		MaxAttempts: ac.MaxAttempts, PruneInterval: ac.PruneInterval.D(),
-		PruneGrace: ac.PruneGrace.D(), TombstoneTTL: ac.TombstoneTTL.D(),
+		PruneGrace: ac.PruneGrace.D(), TombstoneTTL: ac.TombstoneTTL.D(), MaxBacklog: ac.MaxBacklog,
 		CheckCaller: s.governance.CheckCaller,
 	})
 	if err != nil {
