@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # still wins). schedtrace keeps Go's sysmon thread from its deep sleep:
 # in that sleep every system call entry has to wake it with a futex, a
 # thread wake-up (an IPI on a VM) on each request of a lightly loaded
-# gateway. Kept awake it polls every 10 ms when idle. Measured: 17-28% less
+# gateway. Kept awake it polls every 10 ms when idle. Measured: 18-28% less
 # CPU per request at concurrency 1, passthrough and translated, and no
 # change at 64 (BENCHMARKS.md). The interval is the largest Go accepts
 # (24.8 days); on a host up for longer the runtime prints one `SCHED`
