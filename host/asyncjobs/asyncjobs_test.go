@@ -599,10 +599,19 @@ func TestBacklogCap(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" || !strings.Contains(e["error"].(map[string]any)["message"].(string), "async.max_backlog") {
 		t.Fatalf("429 without Retry-After or without naming the setting: %v %s", r.Header, r.Body)
 	}
+	metrics := string(g.Expect(200, "GET", "/metrics", nil).Body)
+	for _, want := range []string{"wasmgate_async_backlog 3\n", "wasmgate_async_backlog_limit 3\n", "wasmgate_async_submits_refused_total 1\n"} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %q", want)
+		}
+	}
 	up.Reset()
 	for _, u := range urls {
 		poll(t, g, u, 15*time.Second)
 	}
 	// Every accepted job ran; the room they held is free again.
 	waitFor(t, func() bool { return g.Do("POST", "/v1/async/chat/completions", chatBody).Status == 202 })
+	waitFor(t, func() bool {
+		return strings.Contains(string(g.Expect(200, "GET", "/metrics", nil).Body), "wasmgate_async_backlog 0\n")
+	})
 }

@@ -77,6 +77,7 @@ func (s *Service) submit(c *fiber.Ctx, k Kind) error {
 		Body: body, Headers: headers, ClientIP: clientip.Of(c), CreatedAt: s.now().UTC(),
 	}
 	if !s.reserve() {
+		s.refused.Inc()
 		e := apierr.New(http.StatusTooManyRequests, apierr.TypeRateLimit, CodeBacklogFull,
 			fmt.Sprintf("the gateway holds %d unfinished async jobs (async.max_backlog); retry later", s.o.MaxBacklog))
 		e.Headers = map[string]string{fiber.HeaderRetryAfter: "1"}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/wasmgate/gateway/host/apierr"
@@ -78,6 +79,8 @@ type Options struct {
 	// than upstreams answer would fill the disk; beyond it a submit gets
 	// 429 async_backlog_full with Retry-After.
 	MaxBacklog int
+	// Registry, when set, receives the backlog gauge and the refusal counter.
+	Registry prometheus.Registerer
 	// CheckCaller, when set, vets the submitter's credentials before a job
 	// is accepted (governance: an unknown or disabled virtual key is
 	// refused at submit rather than failing the job later).
@@ -98,6 +101,8 @@ type Service struct {
 	// the queue (submit or recovery), released when a worker is done
 	// with it.
 	backlog atomic.Int64
+	// refused counts submits turned away because the backlog was full.
+	refused prometheus.Counter
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -145,6 +150,21 @@ func New(o Options) (*Service, error) {
 		o.TombstoneTTL = DefaultTombstoneTTL
 	}
 	s := &Service{o: o, st: o.Store, wh: o.Webhooks, log: o.Log, now: o.Now}
+	s.refused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "wasmgate_async_submits_refused_total", Help: "Async submits refused with 429 because async.max_backlog jobs were unfinished."})
+	if o.Registry != nil {
+		backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "wasmgate_async_backlog", Help: "Async jobs accepted and not finished (queued or running)."},
+			func() float64 { return float64(s.backlog.Load()) })
+		limit := prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "wasmgate_async_backlog_limit", Help: "async.max_backlog: the most unfinished async jobs before submits get 429."})
+		limit.Set(float64(o.MaxBacklog))
+		for _, c := range []prometheus.Collector{backlog, limit, s.refused} {
+			if err := o.Registry.Register(c); err != nil {
+				return nil, fmt.Errorf("asyncjobs: register metrics: %w", err)
+			}
+		}
+	}
 	s.queue.signal = make(chan struct{}, 1)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
