@@ -600,7 +600,7 @@ func TestBacklogCap(t *testing.T) {
 		t.Fatalf("429 without Retry-After or without naming the setting: %v %s", r.Header, r.Body)
 	}
 	metrics := string(g.Expect(200, "GET", "/metrics", nil).Body)
-	for _, want := range []string{"wasmgate_async_backlog 3\n", "wasmgate_async_backlog_limit 3\n", "wasmgate_async_submits_refused_total 1\n"} {
+	for _, want := range []string{"wasmgate_async_backlog 3\n", "wasmgate_async_backlog_limit 3\n", "wasmgate_async_submits_refused_total{reason=\"backlog_full\"} 1\n"} {
 		if !strings.Contains(metrics, want) {
 			t.Fatalf("/metrics lacks %q", want)
 		}
@@ -614,4 +614,37 @@ func TestBacklogCap(t *testing.T) {
 	waitFor(t, func() bool {
 		return strings.Contains(string(g.Expect(200, "GET", "/metrics", nil).Body), "wasmgate_async_backlog 0\n")
 	})
+}
+
+// TestBacklogPerCredential: async.max_backlog_per_credential keeps one
+// caller from taking the whole backlog, other callers still get in, and a
+// restart counts each caller's unfinished jobs again from the store.
+func TestBacklogPerCredential(t *testing.T) {
+	g, up, _ := gateway(t, "async:\n  workers: 1\n  max_backlog: 10\n  max_backlog_per_credential: 2\n  job_timeout: 3s\n")
+	up.SetHang(fakeupstream.HangBeforeHeaders)
+	a := withHeader("x-gw-vk", virtualKey(t, g, "a"))
+	b := withHeader("x-gw-vk", virtualKey(t, g, "b"))
+	urls := []string{submit(t, g, "chat/completions", chatBody, a).ResultURL, submit(t, g, "chat/completions", chatBody, a).ResultURL}
+	full := func(g *testgw.Gateway) {
+		t.Helper()
+		e := testgw.WantEnvelope(t, g.Do("POST", "/v1/async/chat/completions", chatBody, a), 429, asyncjobs.CodeBacklogFull)
+		if msg := e["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "async.max_backlog_per_credential") {
+			t.Fatalf("429 does not name the per-credential cap: %s", msg)
+		}
+	}
+	full(g)
+	urls = append(urls, submit(t, g, "chat/completions", chatBody, b).ResultURL)
+
+	// Within the job timeout a's jobs are still unfinished after a restart.
+	g = g.Restart("")
+	full(g)
+	if m := string(g.Expect(200, "GET", "/metrics", nil).Body); !strings.Contains(m, "wasmgate_async_backlog 3\n") {
+		t.Fatal("the restarted gateway does not count the three recovered jobs")
+	}
+	up.Reset()
+	for _, u := range urls[:2] {
+		poll(t, g, u, 20*time.Second, a)
+	}
+	poll(t, g, urls[2], 20*time.Second, b)
+	submit(t, g, "chat/completions", chatBody, a)
 }

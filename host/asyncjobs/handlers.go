@@ -26,14 +26,25 @@ const (
 	CodeBacklogFull     = "async_backlog_full"
 )
 
-// reserve takes a place in the backlog for a job about to be accepted;
-// false when async.max_backlog jobs are already unfinished.
-func (s *Service) reserve() bool {
-	if s.backlog.Add(1) > int64(s.o.MaxBacklog) {
-		s.backlog.Add(-1)
-		return false
+// reserve takes the job's place in the backlog, or answers why there is
+// none: 429 with Retry-After, naming the cap that was reached.
+func (s *Service) reserve(job Job) *apierr.Error {
+	var msg, reason string
+	switch s.backlog.reserve(job.ID, job.CredentialHash, s.o.MaxBacklog, s.o.MaxBacklogPerCredential) {
+	case admitted:
+		return nil
+	case gatewayFull:
+		reason = "backlog_full"
+		msg = fmt.Sprintf("the gateway holds %d unfinished async jobs (async.max_backlog); retry later", s.o.MaxBacklog)
+	default:
+		reason = "credential_backlog_full"
+		msg = fmt.Sprintf("these credentials hold %d unfinished async jobs (async.max_backlog_per_credential); retry when some finish",
+			s.o.MaxBacklogPerCredential)
 	}
-	return true
+	s.refused.WithLabelValues(reason).Inc()
+	e := apierr.New(http.StatusTooManyRequests, apierr.TypeRateLimit, CodeBacklogFull, msg)
+	e.Headers = map[string]string{fiber.HeaderRetryAfter: "1"}
+	return e
 }
 
 // submit accepts a job: it checks what can be checked without running it,
@@ -76,21 +87,19 @@ func (s *Service) submit(c *fiber.Ctx, k Kind) error {
 		CredentialHash: credentialHash(header(c)), Webhook: hook,
 		Body: body, Headers: headers, ClientIP: clientip.Of(c), CreatedAt: s.now().UTC(),
 	}
-	if !s.reserve() {
-		s.refused.Inc()
-		e := apierr.New(http.StatusTooManyRequests, apierr.TypeRateLimit, CodeBacklogFull,
-			fmt.Sprintf("the gateway holds %d unfinished async jobs (async.max_backlog); retry later", s.o.MaxBacklog))
-		e.Headers = map[string]string{fiber.HeaderRetryAfter: "1"}
+	if e := s.reserve(job); e != nil {
 		return e
 	}
 	err := s.st.Update(c.UserContext(), func(tx store.Tx) error {
 		if err := store.PutJSON(tx, nsJobs, job.ID, job); err != nil {
 			return err
 		}
-		return tx.Put(nsPending, job.ID, nil)
+		// The pending entry carries the credential hash, so a restart can
+		// count each caller's recovered jobs without reading the jobs.
+		return tx.Put(nsPending, job.ID, []byte(job.CredentialHash))
 	})
 	if err != nil {
-		s.backlog.Add(-1)
+		s.backlog.release(job.ID)
 		return apierr.Internal(err)
 	}
 	// Committed (fsync'd): from here on the job survives a crash, so it may

@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -79,6 +78,10 @@ type Options struct {
 	// than upstreams answer would fill the disk; beyond it a submit gets
 	// 429 async_backlog_full with Retry-After.
 	MaxBacklog int
+	// MaxBacklogPerCredential caps the unfinished jobs of one submitting
+	// credential (async.max_backlog_per_credential; 0: none), so one
+	// caller cannot take the whole backlog from the others.
+	MaxBacklogPerCredential int
 	// Registry, when set, receives the backlog gauge and the refusal counter.
 	Registry prometheus.Registerer
 	// CheckCaller, when set, vets the submitter's credentials before a job
@@ -97,12 +100,11 @@ type Service struct {
 
 	handler fasthttp.RequestHandler
 	queue   fifo
-	// backlog counts jobs accepted and not finished: one per id pushed to
-	// the queue (submit or recovery), released when a worker is done
-	// with it.
-	backlog atomic.Int64
-	// refused counts submits turned away because the backlog was full.
-	refused prometheus.Counter
+	// backlog holds a place per job accepted and not finished, from the
+	// submit (or recovery) until a worker is done with it.
+	backlog *backlog
+	// refused counts submits turned away by a full backlog, by reason.
+	refused *prometheus.CounterVec
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -149,13 +151,18 @@ func New(o Options) (*Service, error) {
 	if o.TombstoneTTL <= 0 {
 		o.TombstoneTTL = DefaultTombstoneTTL
 	}
-	s := &Service{o: o, st: o.Store, wh: o.Webhooks, log: o.Log, now: o.Now}
-	s.refused = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "wasmgate_async_submits_refused_total", Help: "Async submits refused with 429 because async.max_backlog jobs were unfinished."})
+	if o.MaxBacklogPerCredential < 0 {
+		o.MaxBacklogPerCredential = 0
+	}
+	s := &Service{o: o, st: o.Store, wh: o.Webhooks, log: o.Log, now: o.Now, backlog: newBacklog()}
+	s.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wasmgate_async_submits_refused_total",
+		Help: "Async submits refused with 429 by a full backlog: reason backlog_full (async.max_backlog) or credential_backlog_full (async.max_backlog_per_credential)."},
+		[]string{"reason"})
 	if o.Registry != nil {
 		backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "wasmgate_async_backlog", Help: "Async jobs accepted and not finished (queued or running)."},
-			func() float64 { return float64(s.backlog.Load()) })
+			func() float64 { return float64(s.backlog.size()) })
 		limit := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "wasmgate_async_backlog_limit", Help: "async.max_backlog: the most unfinished async jobs before submits get 429."})
 		limit.Set(float64(o.MaxBacklog))
@@ -181,10 +188,10 @@ func (s *Service) Start(handler fasthttp.RequestHandler) error {
 		return errors.New("asyncjobs: already started or closed")
 	}
 	s.handler = handler
-	var ids []string
+	var ids, creds []string
 	err := s.st.View(s.ctx, func(tx store.Tx) error {
-		return tx.Scan(nsPending, store.ScanOptions{}, func(key string, _ []byte) error {
-			ids = append(ids, key)
+		return tx.Scan(nsPending, store.ScanOptions{}, func(key string, cred []byte) error {
+			ids, creds = append(ids, key), append(creds, string(cred))
 			return nil
 		})
 	})
@@ -194,10 +201,16 @@ func (s *Service) Start(handler fasthttp.RequestHandler) error {
 	if len(ids) > 0 {
 		s.log.Info("async jobs: resuming unfinished jobs after start", "count", len(ids))
 	}
-	// Recovered jobs count against the backlog even beyond the cap: they
-	// were acknowledged, so they run; new submits wait for room.
-	s.backlog.Add(int64(len(ids)))
-	s.queue.push(ids...)
+	// Recovered jobs count against the backlog even beyond its caps: they
+	// were acknowledged, so they run; new submits wait for room. A job
+	// submitted before this scan is already queued.
+	resumed := ids[:0]
+	for i, id := range ids {
+		if s.backlog.resume(id, creds[i]) {
+			resumed = append(resumed, id)
+		}
+	}
+	s.queue.push(resumed...)
 	s.started = true
 	for i := 0; i < s.o.Workers; i++ {
 		s.wg.Add(1)
@@ -282,7 +295,7 @@ func (s *Service) work() {
 			return
 		}
 		s.runJob(id)
-		s.backlog.Add(-1)
+		s.backlog.release(id)
 	}
 }
 

@@ -186,6 +186,9 @@ type Async struct {
 	// MaxBacklog caps the jobs accepted and not finished (queued or
 	// running); a submit beyond it is refused with 429.
 	MaxBacklog int `koanf:"max_backlog" json:"max_backlog"`
+	// MaxBacklogPerCredential caps one submitting credential's unfinished
+	// jobs (0: no cap beyond MaxBacklog).
+	MaxBacklogPerCredential int `koanf:"max_backlog_per_credential" json:"max_backlog_per_credential"`
 }
 
 // Governance configures virtual keys, budgets and rate limits.

@@ -66,6 +66,7 @@ func Defaults() map[string]any {
 		"async.prune_grace":                       "1m",
 		"async.tombstone_ttl":                     "24h",
 		"async.max_backlog":                       10000,
+		"async.max_backlog_per_credential":        0,
 		"mcp_client_config.allow_private_network": false,
 		"mcp_client_config.allow_stdio":           true,
 		"mcp_client_config.connect_timeout":       "15s",
@@ -374,6 +375,9 @@ func (c *Config) validateAsync(bad func(key, format string, a ...any)) {
 	}
 	if a.MaxBacklog < 1 {
 		bad("async.max_backlog", "must be at least 1 (got %d)", a.MaxBacklog)
+	}
+	if a.MaxBacklogPerCredential < 0 {
+		bad("async.max_backlog_per_credential", "must not be negative (got %d); 0 means no per-credential cap", a.MaxBacklogPerCredential)
 	}
 	if a.TombstoneTTL.D() < a.PruneGrace.D() {
 		bad("async.tombstone_ttl", "must be at least async.prune_grace (got %s)", a.TombstoneTTL.D())

@@ -144,7 +144,8 @@ func (s *Server) provisionCapabilities(ctx context.Context, api *auth.Router) er
 		Workers: ac.Workers, ResultTTL: ac.ResultTTL.D(), JobTimeout: ac.JobTimeout.D(),
 		MaxAttempts: ac.MaxAttempts, PruneInterval: ac.PruneInterval.D(),
 		PruneGrace: ac.PruneGrace.D(), TombstoneTTL: ac.TombstoneTTL.D(), MaxBacklog: ac.MaxBacklog,
-		Registry: s.metrics.Registry, CheckCaller: s.governance.CheckCaller,
+		MaxBacklogPerCredential: ac.MaxBacklogPerCredential,
+		Registry:                s.metrics.Registry, CheckCaller: s.governance.CheckCaller,
 	})
 	if err != nil {
 		return err
