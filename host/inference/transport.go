@@ -85,7 +85,7 @@ func (t *transportCache) entry(p *providers.Provider, proxyPassword string) (*tr
 	// The previous pool of a changed provider stays usable by requests in
 	// flight; its idle connections are closed.
 	if old, ok := t.m[p.Name]; ok {
-		old.tr.CloseIdleConnections()
+		old.closeIdle()
 	}
 	e := &transportEntry{updated: p.UpdatedAt, proxyPW: proxyPassword, tr: tr}
 	if (pc.Type == "" || pc.Type == providers.ProxyNone) && p.NetworkConfig.HTTPClient != providers.HTTPClientNetHTTP {
@@ -99,7 +99,19 @@ func (t *transportCache) closeAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.m {
-		e.tr.CloseIdleConnections()
+		e.closeIdle()
+	}
+}
+
+// closeIdle closes the idle connections of both of the entry's clients.
+// The fast client's matter as much as net/http's: it keeps its own
+// keep-alive pool (up to MaxIdleConnDuration, 90 s), which closing only
+// the net/http transport left open to the upstream after a provider
+// change and after the gateway shut down.
+func (e *transportEntry) closeIdle() {
+	e.tr.CloseIdleConnections()
+	if e.fast != nil {
+		e.fast.CloseIdleConnections()
 	}
 }
 
