@@ -83,5 +83,22 @@ func (l *limiter) acquire(ctx context.Context, provider string, wait time.Durati
 
 func (l *limiter) release() { <-l.slots }
 
-// inFlight is how many slots are taken (tests).
+// inFlight is how many slots are taken.
 func (l *limiter) inFlight() int { return len(l.slots) }
+
+// InFlight reports, per provider with a concurrency limit
+// (concurrency_and_buffer_size), how many upstream exchanges hold one of
+// its slots now: from an attempt's request until its answer is read (a
+// stream until it ends). Providers without a limit are absent, and so
+// are slots of a limit a settings change replaced. Every
+// exchange gives its slot back however it ends, so an idle gateway reports
+// 0 everywhere; the leak tests check exactly that.
+func (s *Service) InFlight() map[string]int {
+	s.limits.mu.Lock()
+	defer s.limits.mu.Unlock()
+	out := make(map[string]int, len(s.limits.m))
+	for name, l := range s.limits.m {
+		out[name] = l.inFlight()
+	}
+	return out
+}
