@@ -392,16 +392,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 				res.state = []byte(spec.Context)
 			}
 		}
-		if fresp.StatusCode() >= 300 {
-			return nil, s.upstreamFailure(ctx, tgt, key, res)
-		}
-		if spec.Stream {
-			if aerr := s.openStream(ctx, res); aerr != nil {
-				res.close()
-				return nil, aerr
-			}
-		}
-		return res, nil
+		return s.answered(ctx, tgt, key, res, spec.Stream, func() {})
 	}
 	req, err := buildHTTPRequest(ctx, spec, baseURL, prov.NetworkConfig.ExtraHeaders)
 	if err != nil {
@@ -441,16 +432,38 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		res.context = spec.Context
 		res.state = []byte(spec.Context)
 	}
-	if resp.StatusCode >= 300 {
+	return s.answered(ctx, tgt, key, res, cl.p.stream && spec.Stream, func() {
+		timer.Stop() // the stream is open; from here the client's pace rules
+	})
+}
+
+// answered takes an upstream answer that holds a provider slot: a failure
+// status becomes the attempt's error, and a stream is opened (its first
+// events read; opening runs first). res is handed on only when it
+// succeeds; on every other way out, a panic of an adapter hook in
+// openStream included, it is closed here, once, so the slot, the pooled
+// response and the attempt's context are given back. (A panic used to
+// leave the slot taken for good: the server's recoverer answers 500, but
+// nothing released the exchange, and a provider whose slots all leaked
+// refused every request.)
+func (s *Service) answered(ctx context.Context, tgt routing.Target, key *routing.Key, res *attemptResult, stream bool,
+	opening func()) (*attemptResult, *attemptError) {
+	handed := false
+	defer func() {
+		if !handed {
+			res.close() // idempotent: upstreamFailure closes it too
+		}
+	}()
+	if res.status() >= 300 {
 		return nil, s.upstreamFailure(ctx, tgt, key, res)
 	}
-	if cl.p.stream && spec.Stream {
-		timer.Stop() // the stream is open; from here the client's pace rules
+	if stream {
+		opening()
 		if aerr := s.openStream(ctx, res); aerr != nil {
-			res.close()
 			return nil, aerr
 		}
 	}
+	handed = true
 	return res, nil
 }
 

@@ -127,7 +127,7 @@ func (u *scriptedUpstream) arrived(model string) int {
 
 // ctlAdapter is an OpenAI-wire Go adapter that fails on request: the model
 // names the failure ("fail-adapt-request", "fail-adapt-response", an error
-// of the first or second adapt_stream call). The model reaches
+// or a panic of the first or second adapt_stream call). The model reaches
 // adapt_stream as the request's context, the stream's first state. An
 // upstream error event is mapped to a rejection, as the bundled adapters
 // map theirs.
@@ -159,6 +159,8 @@ func (a *ctlAdapter) AdaptStream(_ context.Context, state []byte, events []infer
 	switch {
 	case model == "fail-stream-open", model == "fail-stream-mid" && len(calls) == 2:
 		return nil, nil, errors.New("adapt_stream failed on purpose")
+	case model == "panic-stream-open", model == "panic-stream-mid" && len(calls) == 2:
+		panic("adapt_stream panicked on purpose")
 	}
 	var out []json.RawMessage
 	for _, ev := range events {
@@ -465,6 +467,8 @@ func pipelineScenarios(p rigPath, passthrough bool, gone <-chan struct{}) []scen
 			if stream {
 				add("adapt_stream fails at the open", m(p.main, "fail-stream-open"), "", is(502, "adapt_stream"))
 				add("adapt_stream fails mid-stream", m(p.main, "fail-stream-mid"), "", is(200, "adapt_stream"))
+				add("adapt_stream panics at the open", m(p.main, "panic-stream-open"), "", is(500))
+				add("adapt_stream panics mid-stream", m(p.main, "panic-stream-mid"), "", nil)
 			} else {
 				add("adapt_response fails", m(p.main, "fail-adapt-response"), "", is(502, "adapt_response"))
 			}
@@ -533,6 +537,35 @@ func TestFailurePathsGiveBackSlotsAndGoroutines(t *testing.T) {
 			wg.Wait()
 			r.settle(base, 5*time.Second)
 		})
+	}
+}
+
+// slotsFree fails the test unless every provider's slots are free.
+func (r *leakRig) slotsFree() {
+	r.t.Helper()
+	for name, n := range r.g.Server.Inference().InFlight() {
+		if n != 0 {
+			r.t.Errorf("provider %s: %d slots still taken", name, n)
+		}
+	}
+}
+
+// TestAdapterPanicOpeningAStreamGivesBackItsSlot: an adapter hook that
+// panics while the stream is opened is answered 500 by the server's
+// recoverer; the exchange must still end there: its slot back (a provider
+// with one slot keeps serving) and its upstream connection closed.
+func TestAdapterPanicOpeningAStreamGivesBackItsSlot(t *testing.T) {
+	r := newLeakRig(t, testgw.Options{}, false)
+	for _, p := range rigPaths {
+		st, body, err := r.send(context.Background(), "/v1/chat/completions", chat(p.narrow+"/panic-stream-open", true, ""), nil, false)
+		if err != nil || st != 500 {
+			t.Fatalf("%s: panicking adapter: %d %s %v", p.client, st, body, err)
+		}
+		r.slotsFree()
+		st, body, err = r.send(context.Background(), "/v1/chat/completions", chat(p.narrow+"/gpt-4o-mini", true, ""), nil, false)
+		if err != nil || st != 200 {
+			t.Fatalf("%s: the next request on the provider's only slot: %d %.300s %v", p.client, st, body, err)
+		}
 	}
 }
 
