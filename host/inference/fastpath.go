@@ -113,26 +113,36 @@ func sendFast(client *fasthttp.Client, url string, body []byte, deadline time.Ti
 		fasthttp.ReleaseResponse(resp)
 		return nil, err
 	}
-	if stream {
-		// The deadline bounded the wait for the answer to start; fasthttp
-		// leaves it on the connection, where it would cut a long stream.
-		if c := connOf(resp); c != nil {
-			_ = c.SetReadDeadline(time.Time{})
-		}
-	}
+	// fasthttp leaves the deadline on the connection: a streamed body is
+	// read under it until liftAnswerDeadline.
 	return resp, nil
 }
 
-// fastAttempt sends one attempt on the fast path (see fastEligible).
-func (s *Service) fastAttempt(ctx context.Context, tgt targetInfo, body []byte, stream bool,
-	timeout time.Duration, headers ...map[string]string) (*fasthttp.Response, *attemptError) {
-	// fasthttp takes a deadline, not a context: the earlier of the
-	// provider's timeout and the caller's own deadline, computed here
-	// rather than through a context and its timer.
+// liftAnswerDeadline takes the answer deadline off a streamed response's
+// connection once the stream is open: it bounded the wait for the answer
+// to start and would cut a long stream.
+func liftAnswerDeadline(resp *fasthttp.Response) {
+	if c := connOf(resp); c != nil {
+		_ = c.SetReadDeadline(time.Time{})
+	}
+}
+
+// answerDeadline is when an attempt's answer must have started: the
+// earlier of the provider's timeout and the caller's own deadline.
+// fasthttp takes a deadline, not a context, so it is computed here rather
+// than through a context and its timer.
+func answerDeadline(ctx context.Context, timeout time.Duration) time.Time {
 	deadline := time.Now().Add(timeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
+	return deadline
+}
+
+// fastAttempt sends one attempt on the fast path (see fastEligible);
+// timeout is the provider's, which deadline applies, for the error.
+func (s *Service) fastAttempt(tgt targetInfo, body []byte, stream bool, deadline time.Time,
+	timeout time.Duration, headers ...map[string]string) (*fasthttp.Response, *attemptError) {
 	// Later maps win: provider extra headers, the adapter's headers,
 	// plugin headers, then credentials.
 	all := append([]map[string]string{tgt.extraHeaders}, headers...)

@@ -377,8 +377,9 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		if aerr != nil {
 			return nil, aerr
 		}
-		fresp, aerr := s.fastAttempt(ctx, targetInfo{provider: tgt.Provider, url: url, fast: fast,
-			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, spec.Stream, timeout, spec.Headers, cl.upstreamHeaders)
+		deadline := answerDeadline(ctx, timeout)
+		fresp, aerr := s.fastAttempt(targetInfo{provider: tgt.Provider, url: url, fast: fast,
+			auth: cred.static, extraHeaders: prov.NetworkConfig.ExtraHeaders}, spec.Body, spec.Stream, deadline, timeout, spec.Headers, cl.upstreamHeaders)
 		if aerr != nil {
 			release()
 			return nil, aerr
@@ -392,7 +393,10 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 				res.state = []byte(spec.Context)
 			}
 		}
-		return s.answered(ctx, tgt, key, res, spec.Stream, func() {})
+		return s.answered(ctx, tgt, key, res, spec.Stream, timeout, upstreamClock{
+			expired: func() bool { return !time.Now().Before(deadline) },
+			lift:    func() bool { liftAnswerDeadline(fresp); return true },
+		})
 	}
 	req, err := buildHTTPRequest(ctx, spec, baseURL, prov.NetworkConfig.ExtraHeaders)
 	if err != nil {
@@ -412,8 +416,9 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 	}
 	actx, cancel := context.WithCancel(ctx)
 	req = req.WithContext(actx)
-	// The timeout bounds the wait for the answer to start; a stream may then
-	// run as long as it keeps sending.
+	// The timeout bounds the wait for the answer to start (for a stream, its
+	// first content: see answered); a stream may then run as long as it
+	// keeps sending.
 	timer := time.AfterFunc(timeout, cancel)
 	resp, err := client.Do(req)
 	if err != nil {
@@ -432,14 +437,27 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 		res.context = spec.Context
 		res.state = []byte(spec.Context)
 	}
-	return s.answered(ctx, tgt, key, res, cl.p.stream && spec.Stream, func() {
-		timer.Stop() // the stream is open; from here the client's pace rules
+	return s.answered(ctx, tgt, key, res, cl.p.stream && spec.Stream, timeout, upstreamClock{
+		expired: func() bool { return actx.Err() != nil && ctx.Err() == nil },
+		// Stop fails once the timer fired: the attempt's context is
+		// cancelled then, and the stream with it.
+		lift: timer.Stop,
 	})
+}
+
+// upstreamClock is the answer timeout of one attempt, whichever client
+// sent it: the fast path's read deadline or net/http's timer.
+type upstreamClock struct {
+	// expired reports whether the timeout cut the exchange.
+	expired func() bool
+	// lift ends the timeout once a stream is open; false if it had
+	// already expired.
+	lift func() bool
 }
 
 // answered takes an upstream answer that holds a provider slot: a failure
 // status becomes the attempt's error, and a stream is opened (its first
-// events read; opening runs first). res is handed on only when it
+// events read) under the answer timeout. res is handed on only when it
 // succeeds; on every other way out, a panic of an adapter hook in
 // openStream included, it is closed here, once, so the slot, the pooled
 // response and the attempt's context are given back. (A panic used to
@@ -447,7 +465,7 @@ func (s *Service) attempt(ctx context.Context, cl *call, tgt routing.Target, pro
 // nothing released the exchange, and a provider whose slots all leaked
 // refused every request.)
 func (s *Service) answered(ctx context.Context, tgt routing.Target, key *routing.Key, res *attemptResult, stream bool,
-	opening func()) (*attemptResult, *attemptError) {
+	timeout time.Duration, clock upstreamClock) (*attemptResult, *attemptError) {
 	handed := false
 	defer func() {
 		if !handed {
@@ -458,8 +476,20 @@ func (s *Service) answered(ctx context.Context, tgt routing.Target, key *routing
 		return nil, s.upstreamFailure(ctx, tgt, key, res)
 	}
 	if stream {
-		opening()
-		if aerr := s.openStream(ctx, res); aerr != nil {
+		// Nothing has reached the client yet, and nothing would notice it
+		// leave: an upstream that sends its headers (and perhaps a
+		// role-only chunk) and then stalls held the slot, the connection
+		// and this goroutine for good once the timeout stopped at the
+		// headers. It runs until the first content instead, as it does
+		// until the whole answer of a request that does not stream; a
+		// stall is then a retryable timeout, so retries and fallbacks
+		// apply.
+		aerr := s.openStream(ctx, res)
+		if aerr == nil && !clock.lift() || aerr != nil && clock.expired() {
+			aerr = &attemptError{retryable: true, err: apierr.New(http.StatusGatewayTimeout, apierr.TypeUpstream, "upstream_unreachable",
+				fmt.Sprintf("provider %q sent no content within %s", tgt.Provider, timeout))}
+		}
+		if aerr != nil {
 			return nil, aerr
 		}
 	}

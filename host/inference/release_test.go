@@ -88,10 +88,27 @@ func (u *scriptedUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		h.Set(fakeupstream.HeaderStreamError, string(fakeupstream.StreamErrorMidStream))
 	case "hang-before-headers", "hang-client-leaves":
 		h.Set(fakeupstream.HeaderHang, string(fakeupstream.HangBeforeHeaders))
+	case "stall-before-content":
+		// Headers and a role-only chunk, then nothing.
+		h.Set(fakeupstream.HeaderHang, string(fakeupstream.HangMidStream))
+	case "stall-after-headers":
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		u.wait(r)
+		return
 	case "slow", "slow-client-leaves":
 		h.Set(fakeupstream.HeaderChunkDelay, "30ms")
 	case "slow-holder":
 		h.Set(fakeupstream.HeaderChunkDelay, "150ms")
+	case "error-body-stall":
+		// A failure status whose body never ends.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"message":"overloaded`)
+		w.(http.Flusher).Flush()
+		u.wait(r)
+		return
 	case "pii-content":
 		// An answer a pii guardrail in block mode refuses.
 		const text = "write to someone@example.com"
@@ -453,12 +470,23 @@ func pipelineScenarios(p rigPath, passthrough bool, gone <-chan struct{}) []scen
 		add("5xx, then a fallback", m(p.main, "fail-500"), fallback, is(200, "hello"))
 		add("answer timeout", m(p.once, "hang-before-headers"), "", is(504))
 		add("answer timeout, then a fallback", m(p.once, "hang-before-headers"), fallback, is(200, "hello"))
+		add("failure status, body never ends", m(p.once, "error-body-stall"), "", status([]int{500, 502, 504}))
 		add("client gone before the answer", m(p.once, "hang-client-leaves"), "", nil)
 		out[len(out)-1].cancel = gone
 		if stream {
 			add("error event before content, then a fallback", m(p.main, "error-before-content"), fallback, is(200, "hello"))
 			add("error event before content", m(p.main, "error-before-content"), "", is(502))
 			add("error event mid-stream", m(p.main, "error-mid-stream"), "", is(200, "hello", `"error"`))
+			add("nothing after the headers", m(p.once, "stall-after-headers"), "", is(504, "no content within"))
+			add("nothing after the headers, then a fallback", m(p.once, "stall-after-headers"), fallback, is(200, "hello"))
+			if passthrough {
+				// A translating adapter's role-only chunk opens the
+				// stream (the client gets it): a stall after it is a
+				// stall mid-stream, which nothing bounds (see "Client
+				// disconnect" in docs/inference.md).
+				add("no content within the timeout", m(p.once, "stall-before-content"), "", is(504, "no content within"))
+				add("no content within the timeout, then a fallback", m(p.once, "stall-before-content"), fallback, is(200, "hello"))
+			}
 			add("client gone mid-stream", m(p.main, "slow-client-leaves"), "", nil)
 			out[len(out)-1].leave = true
 		}
@@ -567,6 +595,46 @@ func TestAdapterPanicOpeningAStreamGivesBackItsSlot(t *testing.T) {
 			t.Fatalf("%s: the next request on the provider's only slot: %d %.300s %v", p.client, st, body, err)
 		}
 	}
+}
+
+// TestStreamOpeningIsBoundedByTheAnswerTimeout: nothing reaches the client
+// of a stream before its first content, so the answer timeout runs until
+// then. An upstream that answers 200 and then stays silent (after its
+// headers, or after a role-only chunk), or fails with a body that never
+// ends, fails the attempt in time (504, retryable: a fallback answers);
+// it used to hold the request, its slot and its upstream connection for
+// as long as the upstream kept the connection open.
+func TestStreamOpeningIsBoundedByTheAnswerTimeout(t *testing.T) {
+	r := newLeakRig(t, testgw.Options{}, true)
+	var wg sync.WaitGroup
+	for _, p := range rigPaths {
+		for _, c := range []struct {
+			model, extra string
+			want         func(int, string) error
+		}{
+			{"stall-after-headers", "", is(504, "no content within 1s")},
+			{"stall-before-content", "", is(504, "no content within 1s")},
+			{"stall-after-headers", fmt.Sprintf(`,"fallbacks":["%s/gpt-4o-mini"]`, p.backup), is(200, "hello")},
+			{"error-body-stall", "", is(500, "overloaded")},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				st, body, err := r.send(ctx, "/v1/chat/completions", chat(p.once+"/"+c.model, true, c.extra), nil, false)
+				if err == nil {
+					err = c.want(st, body)
+				}
+				if took := time.Since(start); err != nil || took > 3*time.Second {
+					t.Errorf("%s %s%s: after %s: %v", p.client, c.model, c.extra, took.Round(time.Millisecond), err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	r.slotsFree()
 }
 
 // TestPluginAndDropInPathsGiveBackSlotsAndGoroutines is the same check

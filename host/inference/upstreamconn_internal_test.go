@@ -153,6 +153,7 @@ func openFast(t *testing.T, u *sseUpstream, path string, deadline time.Time) *at
 	if err != nil {
 		t.Fatal(err)
 	}
+	liftAnswerDeadline(resp) // as answered does once the stream is open
 	res := &attemptResult{fresp: resp, cancel: func() {}}
 	res.fbody = newFastBody(resp)
 	res.reader = newEventReader("", res.body())
