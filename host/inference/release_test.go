@@ -359,6 +359,24 @@ func is(code int, contains ...string) func(int, string) error {
 	return status([]int{code}, contains...)
 }
 
+// endsInError adds to want that an Anthropic stream's last event is its
+// error event and that it never closed normally.
+func endsInError(want func(int, string) error) func(int, string) error {
+	return func(code int, body string) error {
+		if err := want(code, body); err != nil {
+			return err
+		}
+		if strings.Contains(body, "message_stop") {
+			return fmt.Errorf("a failed stream closed normally (message_stop): %s", body)
+		}
+		events := strings.Split(strings.TrimSpace(body), "\n\n")
+		if last := events[len(events)-1]; !strings.HasPrefix(last, "event: error") {
+			return fmt.Errorf("the stream's last event is not its error event: %q", last)
+		}
+		return nil
+	}
+}
+
 // quiesce closes idle connections on every side: a pooled connection has
 // goroutines of its own (the upstream's handler, net/http's read and write
 // loops), which are no request's.
@@ -691,11 +709,10 @@ func TestPluginAndDropInPathsGiveBackSlotsAndGoroutines(t *testing.T) {
 				if stream {
 					add("anthropic drop-in, error event before content, then a fallback", am, messages("error-before-content", true, "hi"), fallback("openai/gpt-4o-mini"), is(200, "hello"))
 					add("anthropic drop-in, error event mid-stream", am, messages("error-mid-stream", true, "hi"), nil, is(200, "hello", "error"))
-					// Through a translating adapter, a failure mid-stream
-					// reaches an Anthropic client as a normal message_stop
-					// today (the error chunk comes after the native end):
-					// what this test checks is that the exchange ends.
-					add("anthropic drop-in to openai, error event mid-stream", am, messages("openai/error-mid-stream", true, "hi"), nil, is(200, "hello"))
+					// Through a translating adapter a failure mid-stream
+					// ends the Anthropic stream with its error event, never
+					// with a normal message_stop the client would stop at.
+					add("anthropic drop-in to openai, error event mid-stream", am, messages("openai/error-mid-stream", true, "hi"), nil, endsInError(is(200, "hello")))
 					add("anthropic drop-in to openai, adapt_stream fails mid-stream", am, messages("openai/fail-stream-mid", true, "hi"), nil, is(200, "message_start"))
 					add("openai drop-in, error event mid-stream", "/openai/v1/chat/completions", chat("error-mid-stream", true, ""), nil, is(200, "hello", "error"))
 					for _, model := range []string{"slow-client-leaves", "openai/slow-client-leaves"} {

@@ -490,6 +490,9 @@ type streamEmitter struct {
 	nativePass bool
 	// passedErr: the upstream's own error event went to the client.
 	passedErr bool
+	// failing: the stream broke; finish, not the last batch, ends the
+	// client's native wire (with its error event).
+	failing bool
 }
 
 func (em *streamEmitter) transforms() bool {
@@ -527,7 +530,12 @@ func (em *streamEmitter) chunks(chunks []json.RawMessage, end bool) *apierr.Erro
 			em.countUsage(chunks)
 			return nil
 		}
-		return em.egressChunks(chunks, end)
+		// A broken stream does not end the client's wire here: finish
+		// ends it with the wire's error event. Ended here, a native wire
+		// would close normally first (Anthropic's message_stop), clients
+		// stop reading there, and the error would be lost. Stream plugins
+		// above still get end, to flush what they hold.
+		return em.egressChunks(chunks, end && !em.failing)
 	}
 	for _, ch := range chunks {
 		if em.res.conv == nil {
@@ -637,6 +645,7 @@ func (em *streamEmitter) step(streamErr **apierr.Error, sawDone *bool) bool {
 				em.write(em.passLine(ev))
 			}
 		}
+		em.failing = *streamErr != nil
 		if cerr := em.chunks(chunks, end || *streamErr != nil); cerr != nil && *streamErr == nil {
 			*streamErr = cerr
 		}
