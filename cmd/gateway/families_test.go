@@ -175,6 +175,17 @@ func TestTranslatedFailuresThroughTheBinary(t *testing.T) {
 			t.Fatalf("%d %+v %s", resp.StatusCode, sr, raw)
 		}
 	})
+	t.Run("error after message_start, before content, falls back", func(t *testing.T) {
+		// The adapter turns message_start into a role-only chunk: that is
+		// not content, so the error after it still picks the fallback.
+		anth.SetStreamError(fakeupstream.StreamErrorAfterStart)
+		defer anth.SetStreamError(fakeupstream.StreamErrorNone)
+		resp, raw := post(t, p.base+"/v1/chat/completions", fmt.Sprintf(chatBody, `,"stream":true,"fallbacks":["openai/gpt-4o-mini"]`))
+		sr := readStream(t, raw)
+		if resp.StatusCode != 200 || !strings.Contains(sr.text, "hello from openai") || sr.errEvent != "" {
+			t.Fatalf("%d %+v %s", resp.StatusCode, sr, raw)
+		}
+	})
 	t.Run("mid-stream error reaches the client", func(t *testing.T) {
 		anth.SetStreamError(fakeupstream.StreamErrorMidStream)
 		defer anth.SetStreamError(fakeupstream.StreamErrorNone)

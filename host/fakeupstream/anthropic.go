@@ -79,6 +79,10 @@ func (c *call) anthropicMessages() {
 	if !ev("message_start", map[string]any{"message": start}) || !ev("ping", map[string]any{}) {
 		return
 	}
+	if c.f.streamError == StreamErrorAfterStart {
+		overloaded()
+		return
+	}
 	idx := 0
 	if think {
 		ok := ev("content_block_start", map[string]any{"index": idx, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})

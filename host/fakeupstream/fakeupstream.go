@@ -73,6 +73,11 @@ const (
 	StreamErrorNone          StreamError = ""
 	StreamErrorBeforeContent StreamError = "before"
 	StreamErrorMidStream     StreamError = "mid"
+	// StreamErrorAfterStart: the stream's opening without content, then
+	// the error: Anthropic's message_start and a ping (the real API sends
+	// overloaded_error once a stream has started), OpenAI's role-only
+	// first chunk.
+	StreamErrorAfterStart StreamError = "after_start"
 )
 
 // HangMode selects when a request stops making progress.
@@ -92,7 +97,7 @@ const (
 	HeaderFail        = "X-Fake-Fail"         // status code, e.g. 429
 	HeaderRetryAfter  = "X-Fake-Retry-After"  // seconds, with X-Fake-Fail
 	HeaderHang        = "X-Fake-Hang"         // "headers" or "mid"
-	HeaderStreamError = "X-Fake-Stream-Error" // "before" or "mid"
+	HeaderStreamError = "X-Fake-Stream-Error" // "before", "mid" or "after_start"
 	HeaderChunkDelay  = "X-Fake-Chunk-Delay"  // Go duration, e.g. 20ms
 )
 

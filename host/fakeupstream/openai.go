@@ -83,6 +83,10 @@ func (c *call) openAIChat() {
 	if !st.sse("", chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)) {
 		return
 	}
+	if c.f.streamError == StreamErrorAfterStart {
+		st.sse("", streamErr)
+		return
+	}
 	for i, t := range p.text {
 		if !st.sse("", chunk(map[string]any{"content": t}, nil)) {
 			return

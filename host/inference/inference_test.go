@@ -222,13 +222,23 @@ func TestChatStream(t *testing.T) {
 	}
 }
 
+// An error inside a 200 stream before any content falls back, whether it
+// is the stream's first event or follows an opening without content (a
+// role-only chunk), passed through or translated by an adapter that emits
+// that opening as a chunk of its own.
 func TestStreamErrorBeforeContentFallsBack(t *testing.T) {
-	g, primary, backup, _ := gateway(t, true)
-	primary.SetStreamError(fakeupstream.StreamErrorBeforeContent)
-	r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", true, `,"fallbacks":["groq/fast"]`))
-	evs := sseEvents(t, r.Body)
-	if backup.Count() != 1 || len(evs) < 2 || strings.Contains(string(r.Body), "server_error") {
-		t.Fatalf("no fallback on in-stream error: backup=%d %s", backup.Count(), r.Body)
+	for _, pt := range []bool{true, false} {
+		for _, mode := range []fakeupstream.StreamError{fakeupstream.StreamErrorBeforeContent, fakeupstream.StreamErrorAfterStart} {
+			t.Run(fmt.Sprintf("passthrough=%t/%s", pt, mode), func(t *testing.T) {
+				g, primary, backup, _ := gateway(t, pt)
+				primary.SetStreamError(mode)
+				r := g.Expect(200, "POST", "/v1/chat/completions", chat("openai/gpt-4o-mini", true, `,"fallbacks":["groq/fast"]`))
+				evs := sseEvents(t, r.Body)
+				if backup.Count() != 1 || len(evs) < 2 || strings.Contains(string(r.Body), "server_error") {
+					t.Fatalf("no fallback on in-stream error: backup=%d %s", backup.Count(), r.Body)
+				}
+			})
+		}
 	}
 }
 

@@ -109,13 +109,17 @@ func (s *Service) openStream(ctx context.Context, res *attemptResult) *attemptEr
 			if aerr != nil {
 				return streamAdaptError(res, aerr)
 			}
+			opened, oerr := openingChunks(res, chunks)
+			if oerr != nil {
+				return oerr
+			}
 			res.state = state
 			res.heldEvents = append(res.heldEvents, batch...) // for a same-wire drop-in pass
 			res.heldChunks = append(res.heldChunks, chunks...)
 			for _, ch := range chunks {
 				res.pending = append(res.pending, dataLine(ch))
 			}
-			if len(chunks) > 0 || err != nil {
+			if opened || err != nil {
 				// A read error after a partial batch surfaces on the
 				// next read in run, after what was read is sent.
 				return nil
@@ -150,18 +154,48 @@ func (s *Service) openStreamEach(ctx context.Context, res *attemptResult, batch 
 		if err != nil {
 			return streamAdaptError(res, err)
 		}
+		opened, aerr := openingChunks(res, chunks)
+		if aerr != nil {
+			return aerr
+		}
 		res.state = state
 		res.heldEvents = append(res.heldEvents, ev)
 		res.heldChunks = append(res.heldChunks, chunks...)
 		for _, ch := range chunks {
 			res.pending = append(res.pending, dataLine(ch))
 		}
-		if len(chunks) > 0 {
+		if opened {
 			res.unread = batch[i+1:]
 			return nil
 		}
 	}
 	return nil
+}
+
+// openingChunks reads an adapter's chunks while its stream opens: opened
+// once a chunk is more than the answer's opening; an error when an error
+// chunk comes first. A role-only chunk (the assistant role with no
+// content, tool call, reasoning, refusal or finish) does not open the
+// stream, so an upstream error right after it still fails the attempt and
+// picks the fallback, as on the passthrough path; adapters need not hold
+// their opening back.
+func openingChunks(res *attemptResult, chunks []json.RawMessage) (bool, *attemptError) {
+	for _, ch := range chunks {
+		if aerr := openAIStreamError(res, UpstreamEvent{Data: ch}); aerr != nil {
+			return false, aerr
+		}
+		if !roleOnly(ch) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// roleOnly reports a unified chunk that only opens the answer.
+func roleOnly(ch []byte) bool {
+	return bytes.Contains(ch, []byte(`"role":"assistant"`)) && !hasContent(ch) &&
+		!nonEmptyString(ch, `"reasoning_content":"`) && !bytes.Contains(ch, []byte(`"thinking_blocks"`)) &&
+		!nonEmptyString(ch, `"refusal":"`) && !nonEmptyString(ch, `"finish_reason":"`) && !bytes.Contains(ch, []byte(`"usage"`))
 }
 
 // openStreamErr is the outcome of a read that ended the stream before any
