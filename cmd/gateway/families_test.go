@@ -166,26 +166,23 @@ func TestTranslatedFailuresThroughTheBinary(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, raw)
 		}
 	})
-	t.Run("error before content falls back", func(t *testing.T) {
-		anth.SetStreamError(fakeupstream.StreamErrorBeforeContent)
-		defer anth.SetStreamError(fakeupstream.StreamErrorNone)
-		resp, raw := post(t, p.base+"/v1/chat/completions", fmt.Sprintf(chatBody, `,"stream":true,"fallbacks":["openai/gpt-4o-mini"]`))
-		sr := readStream(t, raw)
-		if resp.StatusCode != 200 || !strings.Contains(sr.text, "hello from openai") || sr.errEvent != "" {
-			t.Fatalf("%d %+v %s", resp.StatusCode, sr, raw)
-		}
-	})
-	t.Run("error after message_start, before content, falls back", func(t *testing.T) {
-		// The adapter turns message_start into a role-only chunk: that is
-		// not content, so the error after it still picks the fallback.
-		anth.SetStreamError(fakeupstream.StreamErrorAfterStart)
-		defer anth.SetStreamError(fakeupstream.StreamErrorNone)
-		resp, raw := post(t, p.base+"/v1/chat/completions", fmt.Sprintf(chatBody, `,"stream":true,"fallbacks":["openai/gpt-4o-mini"]`))
-		sr := readStream(t, raw)
-		if resp.StatusCode != 200 || !strings.Contains(sr.text, "hello from openai") || sr.errEvent != "" {
-			t.Fatalf("%d %+v %s", resp.StatusCode, sr, raw)
-		}
-	})
+	// An error before content falls back, whether it is the stream's first
+	// event or follows message_start (which the adapter turns into no
+	// chunk, or a role-only one: neither is content).
+	for name, mode := range map[string]fakeupstream.StreamError{
+		"error before content falls back":                       fakeupstream.StreamErrorBeforeContent,
+		"error after message_start, before content, falls back": fakeupstream.StreamErrorAfterStart,
+	} {
+		t.Run(name, func(t *testing.T) {
+			anth.SetStreamError(mode)
+			defer anth.SetStreamError(fakeupstream.StreamErrorNone)
+			resp, raw := post(t, p.base+"/v1/chat/completions", fmt.Sprintf(chatBody, `,"stream":true,"fallbacks":["openai/gpt-4o-mini"]`))
+			sr := readStream(t, raw)
+			if resp.StatusCode != 200 || !strings.Contains(sr.text, "hello from openai") || sr.errEvent != "" {
+				t.Fatalf("%d %+v %s", resp.StatusCode, sr, raw)
+			}
+		})
+	}
 	t.Run("mid-stream error reaches the client", func(t *testing.T) {
 		anth.SetStreamError(fakeupstream.StreamErrorMidStream)
 		defer anth.SetStreamError(fakeupstream.StreamErrorNone)
