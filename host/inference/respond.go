@@ -607,12 +607,34 @@ func (em *streamEmitter) adapt(batch []UpstreamEvent, end bool) ([]json.RawMessa
 			return nil, malformedStream(res)
 		}
 	}
-	chunks, state, err := res.adapter.AdaptStream(em.ctx, res.state, batch, end)
+	prev := res.state
+	chunks, state, err := res.adapter.AdaptStream(em.ctx, prev, batch, end)
+	if err != nil && len(batch) > 1 {
+		// Content followed by an error in one burst: an adapter answers
+		// the batch with the error alone. Go event by event from the same
+		// state, so the content before the error still reaches the client
+		// (openStreamEach does the same while the stream opens).
+		chunks, state, err = em.adaptEach(prev, batch, end)
+	}
 	res.state = state
 	if err != nil {
 		return chunks, streamAdaptError(res, err).err
 	}
 	return chunks, nil
+}
+
+// adaptEach adapts batch one event at a time from state, stopping at the
+// first error; it returns the chunks of the events before it.
+func (em *streamEmitter) adaptEach(state []byte, batch []UpstreamEvent, end bool) ([]json.RawMessage, []byte, error) {
+	var out []json.RawMessage
+	for i, ev := range batch {
+		chunks, next, err := em.res.adapter.AdaptStream(em.ctx, state, []UpstreamEvent{ev}, end && i == len(batch)-1)
+		if err != nil {
+			return append(out, chunks...), next, err
+		}
+		out, state = append(out, chunks...), next
+	}
+	return out, state, nil
 }
 
 // start writes what was read while opening the stream.
