@@ -21,11 +21,31 @@ import (
 
 // schemaNode is the part of a JSON Schema the masking follows.
 type schemaNode struct {
-	WriteOnly  bool                   `json:"writeOnly"`
-	Properties map[string]*schemaNode `json:"properties"`
-	// AdditionalProperties may be a bool; only an object schema is used.
-	AdditionalProperties json.RawMessage `json:"additionalProperties"`
-	Items                *schemaNode     `json:"items"`
+	writeOnly  bool
+	properties map[string]*schemaNode
+	// additional is additionalProperties when it is a schema (it may also
+	// be a bool, which says nothing about secrets).
+	additional *schemaNode
+	items      *schemaNode
+}
+
+// UnmarshalJSON reads the keywords the masking follows.
+func (n *schemaNode) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		WriteOnly            bool                   `json:"writeOnly"`
+		Properties           map[string]*schemaNode `json:"properties"`
+		AdditionalProperties json.RawMessage        `json:"additionalProperties"`
+		Items                *schemaNode            `json:"items"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	n.writeOnly, n.properties, n.items = raw.WriteOnly, raw.Properties, raw.Items
+	if ap := raw.AdditionalProperties; len(ap) > 0 && ap[0] == '{' {
+		n.additional = new(schemaNode)
+		return json.Unmarshal(ap, n.additional)
+	}
+	return nil
 }
 
 // parseSchema reads a module's config schema; nil when it has none or it
@@ -41,27 +61,29 @@ func parseSchema(raw json.RawMessage) *schemaNode {
 	return &n
 }
 
-func (n *schemaNode) member(name string) *schemaNode {
-	if n == nil {
-		return nil
-	}
-	if p, ok := n.Properties[name]; ok {
-		return p
-	}
-	if len(n.AdditionalProperties) > 0 && n.AdditionalProperties[0] == '{' {
-		var ap schemaNode
-		if json.Unmarshal(n.AdditionalProperties, &ap) == nil {
-			return &ap
+// isSecret reports whether a value at n is secret, given whether the value
+// holding it is (a secret object's members all are).
+func (n *schemaNode) isSecret(inSecret bool) bool { return inSecret || (n != nil && n.writeOnly) }
+
+// member is the schema of member name and whether its value is secret:
+// writeOnly, inside a secret, or named like a secret.
+func (n *schemaNode) member(name string, inSecret bool) (*schemaNode, bool) {
+	var m *schemaNode
+	if n != nil {
+		if m = n.properties[name]; m == nil {
+			m = n.additional
 		}
 	}
-	return nil
+	return m, m.isSecret(inSecret) || secret.SensitiveName(name)
 }
 
-func (n *schemaNode) item() *schemaNode {
-	if n == nil {
-		return nil
+// item is the schema of an array's elements and whether they are secret.
+func (n *schemaNode) item(inSecret bool) (*schemaNode, bool) {
+	var it *schemaNode
+	if n != nil {
+		it = n.items
 	}
-	return n.Items
+	return it, it.isSecret(inSecret)
 }
 
 // maskConfig returns cfg with its secret values masked (see above).
@@ -73,7 +95,7 @@ func maskConfig(cfg json.RawMessage, schema *schemaNode) json.RawMessage {
 	if json.Unmarshal(cfg, &v) != nil {
 		return cfg
 	}
-	out, err := json.Marshal(maskValue(v, schema, schema != nil && schema.WriteOnly))
+	out, err := json.Marshal(maskValue(v, schema, schema.isSecret(false)))
 	if err != nil {
 		return cfg
 	}
@@ -89,14 +111,14 @@ func maskValue(v any, n *schemaNode, secretHere bool) any {
 		return t
 	case map[string]any:
 		for k, val := range t {
-			m := n.member(k)
-			t[k] = maskValue(val, m, secretHere || (m != nil && m.WriteOnly) || secret.SensitiveName(k))
+			m, sec := n.member(k, secretHere)
+			t[k] = maskValue(val, m, sec)
 		}
 		return t
 	case []any:
-		it := n.item()
+		it, sec := n.item(secretHere)
 		for i := range t {
-			t[i] = maskValue(t[i], it, secretHere || (it != nil && it.WriteOnly))
+			t[i] = maskValue(t[i], it, sec)
 		}
 		return t
 	}
@@ -119,7 +141,7 @@ func keepMasked(next, prev json.RawMessage, schema *schemaNode) (json.RawMessage
 		return next, nil
 	}
 	changed := false
-	nv = keepValue(nv, pv, schema, schema != nil && schema.WriteOnly, &changed)
+	nv = keepValue(nv, pv, schema, schema.isSecret(false), &changed)
 	if !changed {
 		return next, nil
 	}
@@ -141,19 +163,19 @@ func keepValue(nv, pv any, n *schemaNode, secretHere bool, changed *bool) any {
 	case map[string]any:
 		pm, _ := pv.(map[string]any)
 		for k, val := range t {
-			m := n.member(k)
-			t[k] = keepValue(val, pm[k], m, secretHere || (m != nil && m.WriteOnly) || secret.SensitiveName(k), changed)
+			m, sec := n.member(k, secretHere)
+			t[k] = keepValue(val, pm[k], m, sec, changed)
 		}
 		return t
 	case []any:
 		pa, _ := pv.([]any)
-		it := n.item()
+		it, sec := n.item(secretHere)
 		for i := range t {
 			var old any
 			if i < len(pa) {
 				old = pa[i]
 			}
-			t[i] = keepValue(t[i], old, it, secretHere || (it != nil && it.WriteOnly), changed)
+			t[i] = keepValue(t[i], old, it, sec, changed)
 		}
 		return t
 	}
